@@ -1,0 +1,63 @@
+# svc: `make run` starts a development service; `make test` runs every test.
+# Both install and start what is missing (PostgreSQL, Redis, Chromium for the
+# API-page test) on a Debian machine with Go.
+
+SHELL := /bin/bash
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/svcdev/svc/internal/buildinfo.Version=$(VERSION)
+# The code generators are pinned in tools/go.mod, apart from the service's graph.
+GOTOOL := go tool -modfile=tools/go.mod
+# sqlc's parser uses cgo.
+export CGO_ENABLED ?= 1
+
+.PHONY: all build run test test/go bench bench/go generate generate/api generate/sqlc check-generated vet fmt services clean
+
+all: build
+
+build:
+	go build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
+
+## run: start svc on a local development setup (made under .dev/ on first use)
+run:
+	scripts/run.sh
+
+## test: start PostgreSQL and Redis if needed, then run every test with the race detector
+test:
+	scripts/test.sh
+
+## bench: measure the service against the machine's own ceilings
+bench:
+	scripts/bench.sh
+
+## bench/go: the Go micro-benchmarks (sealing, the JSON guard)
+bench/go:
+	go test -run '^$$' -bench . -benchmem ./internal/keyring ./internal/jsonguard
+
+## generate: regenerate gen/ from openapi/openapi.yaml and sql/
+generate: generate/api generate/sqlc
+
+generate/api:
+	$(GOTOOL) oapi-codegen -config oapi-codegen.yaml openapi/openapi.yaml
+	$(GOTOOL) oapi-codegen -config openapi/oapi-codegen-client.yaml openapi/openapi.yaml
+	$(GOTOOL) oapi-codegen -config openapi/oapi-codegen-spec.yaml openapi/openapi.yaml
+
+generate/sqlc:
+	$(GOTOOL) sqlc generate
+
+## check-generated: fail when gen/ differs from what the sources generate
+check-generated: generate
+	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- gen); \
+	if [ -n "$$untracked" ]; then echo "untracked generated files (commit them):" >&2; echo "$$untracked" >&2; exit 1; fi
+
+vet:
+	go vet ./...
+
+fmt:
+	gofmt -l -w $$(git ls-files '*.go' | grep -v '^gen/')
+
+services:
+	scripts/services.sh start
+
+clean:
+	rm -rf bin

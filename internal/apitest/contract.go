@@ -1,0 +1,185 @@
+// Package apitest starts svc in-process for tests and checks every HTTP response
+// against openapi/openapi.yaml (the contract test): an undocumented status, field,
+// content type or error shape fails the test that received it. Import it only
+// from tests.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+var (
+	contractOnce sync.Once
+	contractDoc  *openapi3.T
+	contractErr  error
+)
+
+// Contract loads openapi/openapi.yaml, the source the server and clients are
+// generated from, so the tests check responses against what was written.
+func Contract(t testing.TB) *openapi3.T {
+	t.Helper()
+	contractOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		path := filepath.Join(filepath.Dir(file), "..", "..", "openapi", "openapi.yaml")
+		loader := openapi3.NewLoader()
+		contractDoc, contractErr = loader.LoadFromFile(path)
+		if contractErr == nil {
+			contractErr = contractDoc.Validate(loader.Context)
+		}
+	})
+	if contractErr != nil {
+		t.Fatalf("load contract: %v", contractErr)
+	}
+	return contractDoc
+}
+
+func init() {
+	// Pages and scripts are documented as strings; check their presence and content type.
+	for _, ct := range []string{"text/html", "text/javascript"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
+}
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// checker validates responses against the contract.
+type checker struct {
+	t      testing.TB
+	doc    *openapi3.T
+	router routers.Router
+	// probesOnly is set for a worker, which serves only the probes: every other
+	// documented path is absent there.
+	probesOnly bool
+}
+
+func newChecker(t testing.TB) *checker {
+	t.Helper()
+	doc := Contract(t)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("contract router: %v", err)
+	}
+	return &checker{t: t, doc: doc, router: router}
+}
+
+// Transport wraps base so that every response is checked against the contract.
+func (c *checker) Transport(base http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := base.RoundTrip(req)
+		if err != nil {
+			return resp, err
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if problems := c.check(req, resp, body); len(problems) > 0 {
+			c.t.Errorf("contract violation: %s %s -> %d:\n  %s\n  body: %.300s", req.Method, req.URL.Path, resp.StatusCode,
+				joinLines(problems), body)
+		}
+		return resp, nil
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// check returns every way resp departs from the contract.
+func (c *checker) check(req *http.Request, resp *http.Response, body []byte) []string {
+	var problems []string
+	id := resp.Header.Get("X-Request-Id")
+	if !requestIDPattern.MatchString(id) {
+		problems = append(problems, fmt.Sprintf("X-Request-Id header missing or malformed: %q", id))
+	}
+	route, params, err := c.router.FindRoute(req)
+	if err == nil && c.probesOnly && req.URL.Path != "/healthz" && req.URL.Path != "/readyz" {
+		err = errNotServed
+	}
+	if err != nil {
+		// No documented operation: only the router's own answers may come back.
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+			problems = append(problems, fmt.Sprintf("undocumented route answered %d (only 404 or 405 may)", resp.StatusCode))
+		}
+		return append(problems, c.checkError(resp, body, id)...)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	in.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		problems = append(problems, "response does not match the contract: "+err.Error())
+	}
+	ref := route.Operation.Responses.Status(resp.StatusCode)
+	if ref == nil || ref.Value == nil {
+		return problems
+	}
+	if len(ref.Value.Content) == 0 && len(body) > 0 && req.Method != http.MethodHead {
+		problems = append(problems, "a response documented without content has a body")
+	}
+	if mt := ref.Value.Content.Get("application/json"); mt != nil && mt.Schema != nil && mt.Schema.Ref == errorSchemaRef {
+		problems = append(problems, c.checkError(resp, body, id)...)
+	}
+	return problems
+}
+
+const errorSchemaRef = "#/components/schemas/Error"
+
+var errNotServed = errors.New("this role does not serve the path")
+
+// checkError verifies the one error shape and that it carries the request id.
+func (c *checker) checkError(resp *http.Response, body []byte, id string) []string {
+	schema := c.doc.Components.Schemas["Error"]
+	if schema == nil || schema.Value == nil {
+		return []string{"contract has no Error schema"}
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return []string{"error body is not JSON: " + err.Error()}
+	}
+	if err := schema.Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+		return []string{"error body does not match the Error schema: " + err.Error()}
+	}
+	var e struct {
+		Error struct {
+			RequestID string `json:"request_id"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	if e.Error.RequestID != id {
+		return []string{fmt.Sprintf("error.request_id %q differs from X-Request-Id %q", e.Error.RequestID, id)}
+	}
+	return nil
+}
+
+func joinLines(s []string) string {
+	var b bytes.Buffer
+	for i, p := range s {
+		if i > 0 {
+			b.WriteString("\n  ")
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}

@@ -1,0 +1,279 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/buildinfo"
+	"github.com/svcdev/svc/internal/config"
+	"github.com/svcdev/svc/internal/credential"
+	"github.com/svcdev/svc/internal/dbx"
+	"github.com/svcdev/svc/internal/health"
+	"github.com/svcdev/svc/internal/httpapi"
+	"github.com/svcdev/svc/internal/idempotency"
+	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/metrics"
+	"github.com/svcdev/svc/internal/supervisor"
+	"github.com/svcdev/svc/internal/sweep"
+	schema "github.com/svcdev/svc/sql"
+)
+
+// App is one svc process.
+type App struct {
+	cfg  *config.Config
+	role Role
+	log  *slog.Logger
+
+	Metrics    *metrics.Metrics
+	Health     *health.Checker
+	Supervisor *supervisor.Supervisor
+	Sweeps     *sweep.Runner
+	Pool       *pgxpool.Pool
+	Redis      *redis.Client
+	Keyring    *keyring.Ring
+	Auth       *auth.Authenticator
+	// ReplicaID names this process in claims and leases.
+	ReplicaID string
+
+	httpSrv    *http.Server
+	ln         net.Listener
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+	serveErr   chan error
+}
+
+// New builds a process without starting it. It reads the key ring, which every
+// role needs, and refuses to go on without one.
+func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (*App, error) {
+	if cfg.Encryption.KeyFile == "" {
+		return nil, errors.New("encryption.key_file is not set: create a key ring with `svc keyring generate --out FILE` and set encryption.key_file (or SVC_ENCRYPTION__KEY_FILE)")
+	}
+	ring, err := keyring.Load(cfg.Encryption.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := dbx.NewPool(ctx, cfg.Database.URL, dbx.PoolOptions{MaxConns: cfg.Database.MaxConns, ConnectTimeout: cfg.Database.ConnectTimeout})
+	if err != nil {
+		return nil, err
+	}
+	redisOpts, err := redis.ParseURL(cfg.Redis.URL)
+	if err != nil {
+		pool.Close()
+		return nil, errors.New("redis.url is not a valid Redis URL")
+	}
+	routeRedisLogs(log)
+	redisOpts.DialTimeout = redisPingTimeout
+	redisOpts.MaxRetries = 1
+
+	a := &App{
+		cfg: cfg, role: role, log: log,
+		Metrics:   metrics.New(buildinfo.Version, schema.Version()),
+		Health:    &health.Checker{Role: string(role), DB: pool, Timeout: cfg.Server.ReadinessTimeout},
+		Pool:      pool,
+		Redis:     redis.NewClient(redisOpts),
+		Keyring:   ring,
+		ReplicaID: replicaID(),
+		serveErr:  make(chan error, 2),
+	}
+	a.Metrics.RegisterPool(pool)
+	a.Auth = auth.NewAuthenticator(pool, log)
+	a.Supervisor = supervisor.New(log)
+	a.Health.Tasks = a.Supervisor
+	a.Sweeps = sweep.NewRunner(pool, a.ReplicaID, log, a.Metrics)
+	a.registerSweeps()
+	return a, nil
+}
+
+// Start listens, prepares the database and starts the background tasks. The
+// listener comes first, so /healthz answers (and /readyz says "runtime") while the
+// process migrates; the process is ready when Start returns nil.
+func (a *App) Start(ctx context.Context) error {
+	began := time.Now()
+	handler, err := httpapi.New(httpapi.Options{
+		Control: a.role.Control(), Health: a.Health, Log: a.log, Metrics: a.Metrics,
+		RequestBytes: a.cfg.Limits.RequestBytes,
+		Deps:         httpapi.Deps{Config: a.cfg, Log: a.log, Pool: a.Pool, Keyring: a.Keyring, Auth: a.Auth, Redis: a.Redis},
+	})
+	if err != nil {
+		return err
+	}
+	if a.ln, err = net.Listen("tcp", a.cfg.Server.Listen); err != nil {
+		return fmt.Errorf("listen on server.listen %q: %w", a.cfg.Server.Listen, err)
+	}
+	a.httpSrv = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: a.cfg.Server.ReadHeaderTimeout,
+		IdleTimeout:       a.cfg.Server.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	go func() { a.serveErr <- serve(a.httpSrv, a.ln) }()
+	if a.cfg.Metrics.Listen != "" {
+		if a.metricsLn, err = net.Listen("tcp", a.cfg.Metrics.Listen); err != nil {
+			return fmt.Errorf("listen on metrics.listen %q: %w", a.cfg.Metrics.Listen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", a.Metrics.Handler())
+		a.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { a.serveErr <- serve(a.metricsSrv, a.metricsLn) }()
+	}
+
+	if err := dbx.Ping(ctx, a.Pool, a.cfg.Database.ConnectTimeout); err != nil {
+		return err
+	}
+	if a.role.Control() && a.cfg.Database.AutoMigrate {
+		res, err := dbx.Migrate(ctx, a.Pool, a.cfg.Database.MigrationAdvisoryLockTimeout, a.log)
+		if err != nil {
+			return err
+		}
+		if len(res.Applied) > 0 {
+			a.log.Info("database migrated", "from", res.From, "to", res.To)
+		}
+	}
+	if err := dbx.CheckSchema(ctx, a.Pool, false); err != nil {
+		return err
+	}
+
+	pingRedis(ctx, a.Redis, a.Health, a.log)
+	a.Supervisor.Add(supervisor.Task{Name: "redis monitor", Run: func(ctx context.Context) error {
+		return monitorRedis(ctx, a.Redis, a.Health, a.log)
+	}})
+	if a.role.Control() {
+		for _, t := range a.Sweeps.Tasks() {
+			a.Supervisor.Add(t)
+		}
+	}
+	a.Supervisor.Start(context.WithoutCancel(ctx))
+	a.Health.MarkStarted()
+	var metricsListen string
+	if a.metricsLn != nil {
+		metricsListen = a.metricsLn.Addr().String()
+	}
+	a.log.Info("svc ready", "role", string(a.role), "listen", a.ln.Addr().String(), "metrics_listen", metricsListen,
+		"version", buildinfo.Version, "schema", schema.Version(), "sweeps", a.Sweeps.Sweeps(),
+		"startup_ms", time.Since(began).Milliseconds())
+	return nil
+}
+
+func serve(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Addr is the API listener's address (useful with port 0).
+func (a *App) Addr() net.Addr { return a.ln.Addr() }
+
+// MetricsAddr is the metrics listener's address, or nil when metrics are off.
+func (a *App) MetricsAddr() net.Addr {
+	if a.metricsLn == nil {
+		return nil
+	}
+	return a.metricsLn.Addr()
+}
+
+// Wait blocks until ctx ends (a signal) or a listener fails.
+func (a *App) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-a.serveErr:
+		if err != nil {
+			return fmt.Errorf("http server: %w", err)
+		}
+		return errors.New("http server stopped")
+	}
+}
+
+// Shutdown stops in order: readiness drops, the listeners stop accepting and
+// in-flight requests finish, background tasks stop, then connections close. It
+// is bounded by server.shutdown_timeout and safe after a failed Start.
+func (a *App) Shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Server.ShutdownTimeout)
+	defer cancel()
+	a.Health.MarkStopping()
+	var errs []error
+	if a.httpSrv != nil {
+		errs = append(errs, a.httpSrv.Shutdown(ctx))
+	} else if a.ln != nil {
+		errs = append(errs, a.ln.Close())
+	}
+	if a.metricsSrv != nil {
+		errs = append(errs, a.metricsSrv.Shutdown(ctx))
+	}
+	errs = append(errs, a.Supervisor.Stop(ctx))
+	errs = append(errs, a.Redis.Close())
+	a.Pool.Close()
+	return errors.Join(errs...)
+}
+
+// Run runs a process until ctx ends, then shuts it down.
+func Run(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) error {
+	a, err := New(ctx, cfg, role, log)
+	if err != nil {
+		return err
+	}
+	if err := a.Start(ctx); err != nil {
+		_ = a.Shutdown()
+		if ctx.Err() != nil {
+			// A signal during start-up (waiting for the migration lock, say) is a
+			// requested stop, not a failure.
+			log.Info("svc stopping", "role", string(role), "during", "start-up")
+			return nil
+		}
+		return err
+	}
+	waitErr := a.Wait(ctx)
+	log.Info("svc stopping", "role", string(role))
+	if err := a.Shutdown(); err != nil {
+		log.Warn("unclean shutdown", "error", err.Error())
+	}
+	return waitErr
+}
+
+// registerSweeps registers the maintenance sweeps of the specification (section
+// 6.3) that this build has; control and all processes run them.
+func (a *App) registerSweeps() {
+	a.Sweeps.Register(sweep.Sweep{
+		Name:     "expire_credentials",
+		Interval: time.Duration(a.cfg.Auth.ExpiryScanSeconds) * time.Second,
+		Run: func(ctx context.Context) error {
+			res, err := credential.Expire(ctx, a.Pool)
+			if n := res.LoginSessions + res.MailLinks + res.Invitations; n > 0 {
+				a.log.Info("expired credentials deleted", "login_sessions", res.LoginSessions, "mail_links", res.MailLinks, "invitations", res.Invitations)
+			}
+			return err
+		},
+	})
+	a.Sweeps.Register(sweep.Sweep{
+		Name:     "purge_idempotency_keys",
+		Interval: time.Duration(a.cfg.Control.ScanSeconds) * 12 * time.Second,
+		Run: func(ctx context.Context) error {
+			n, err := idempotency.Purge(ctx, a.Pool)
+			if n > 0 {
+				a.log.Info("expired idempotency keys deleted", "count", n)
+			}
+			return err
+		},
+	})
+}
+
+func replicaID() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}

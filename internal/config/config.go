@@ -1,0 +1,270 @@
+// Package config resolves svc's typed configuration once per process.
+//
+// Three layers are merged with koanf, each replacing what the previous one set:
+// the built-in defaults (Default), an optional TOML file, and environment
+// variables named SVC_SECTION__KEY. Every layer is checked against the Config
+// struct by reflection before it is merged, so an unknown key, section or
+// outbox kind, or a value of the wrong type, fails Load with the key and the
+// file or variable that carried it. docs/configuration.md lists every key; a
+// test keeps it in step with Keys.
+package config
+
+import "time"
+
+// Config is the whole process configuration. The koanf tags are the TOML keys.
+type Config struct {
+	Server         Server         `koanf:"server"`
+	Database       Database       `koanf:"database"`
+	Redis          Redis          `koanf:"redis"`
+	ObjectStore    ObjectStore    `koanf:"object_store"`
+	Encryption     Encryption     `koanf:"encryption"`
+	Auth           Auth           `koanf:"auth"`
+	Control        Control        `koanf:"control"`
+	Worker         Worker         `koanf:"worker"`
+	Environments   Environments   `koanf:"environments"`
+	Providers      Providers      `koanf:"providers"`
+	Outbox         Outbox         `koanf:"outbox"`
+	Mail           Mail           `koanf:"mail"`
+	EndpointPolicy EndpointPolicy `koanf:"endpoint_policy"`
+	Limits         Limits         `koanf:"limits"`
+	Log            Log            `koanf:"log"`
+	Metrics        Metrics        `koanf:"metrics"`
+}
+
+// Server configures the public HTTP listener.
+type Server struct {
+	Listen            string        `koanf:"listen"`
+	PublicURL         string        `koanf:"public_url"`
+	ReadinessTimeout  time.Duration `koanf:"readiness_timeout"`
+	ShutdownTimeout   time.Duration `koanf:"shutdown_timeout"`
+	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
+	IdleTimeout       time.Duration `koanf:"idle_timeout"`
+	// TrustedProxies lists the CIDR prefixes of reverse proxies whose
+	// X-Forwarded-For header names the client address; empty trusts none, and
+	// the client address is the connection's peer.
+	TrustedProxies []string `koanf:"trusted_proxies"`
+}
+
+// Database configures the Postgres pool and migrations.
+type Database struct {
+	URL                          string        `koanf:"url" secret:"true"`
+	MaxConns                     int           `koanf:"max_conns"`
+	ConnectTimeout               time.Duration `koanf:"connect_timeout"`
+	AutoMigrate                  bool          `koanf:"auto_migrate"`
+	MigrationAdvisoryLockTimeout time.Duration `koanf:"migration_advisory_lock_timeout"`
+}
+
+// Redis configures the Redis client.
+type Redis struct {
+	URL       string `koanf:"url" secret:"true"`
+	KeyPrefix string `koanf:"key_prefix"`
+}
+
+// ObjectStore configures where assets are stored. URL is file://DIR (DIR is
+// everything after "file://", relative paths allowed) or s3://BUCKET[/PREFIX].
+type ObjectStore struct {
+	URL             string `koanf:"url"`
+	Endpoint        string `koanf:"endpoint"`
+	Region          string `koanf:"region"`
+	AccessKeyID     string `koanf:"access_key_id" secret:"true"`
+	SecretAccessKey string `koanf:"secret_access_key" secret:"true"`
+	UseTLS          bool   `koanf:"use_tls"`
+}
+
+// Encryption locates the key ring. An empty KeyFile passes Validate; the
+// commands that need the key ring refuse to start without it.
+type Encryption struct {
+	KeyFile string `koanf:"key_file"`
+}
+
+// Auth configures sessions, invitations and mailed links.
+type Auth struct {
+	ExpiryScanSeconds    int `koanf:"expiry_scan_seconds"`
+	InvitationTTLSeconds int `koanf:"invitation_ttl_seconds"`
+	SessionTTLSeconds    int `koanf:"session_ttl_seconds"`
+	MailLinkTTLSeconds   int `koanf:"mail_link_ttl_seconds"`
+}
+
+// Control configures the control role's sweeps.
+type Control struct {
+	ScanSeconds int `koanf:"scan_seconds"`
+}
+
+// Worker configures the worker role.
+type Worker struct {
+	Slots            int `koanf:"slots"`
+	MaxAttempts      int `koanf:"max_attempts"`
+	DrainSeconds     int `koanf:"drain_seconds"`
+	AuthoritySeconds int `koanf:"authority_seconds"`
+	LeaseSeconds     int `koanf:"lease_seconds"`
+}
+
+// Environments configures execution environments.
+type Environments struct {
+	LocalEnabled   bool `koanf:"local_enabled"`
+	ScanSeconds    int  `koanf:"scan_seconds"`
+	RenewalSeconds int  `koanf:"renewal_seconds"`
+}
+
+// Providers configures model provider operations.
+type Providers struct {
+	OperationScanSeconds int `koanf:"operation_scan_seconds"`
+	ProbeTimeoutSeconds  int `koanf:"probe_timeout_seconds"`
+}
+
+// Outbox configures outbox delivery and purging. Use Policy to get the
+// effective per-kind settings rather than reading Defaults or ByKind directly.
+type Outbox struct {
+	PurgeIntervalSeconds int                       `koanf:"purge_interval_seconds"`
+	PurgeBatch           int                       `koanf:"purge_batch"`
+	PurgeBudgetSeconds   int                       `koanf:"purge_budget_seconds"`
+	Defaults             OutboxPolicy              `koanf:"defaults"`
+	ByKind               map[string]OutboxOverride `koanf:"by_kind"`
+}
+
+// OutboxPolicy is the complete delivery policy for one outbox kind.
+type OutboxPolicy struct {
+	DeliveredRetentionSeconds int `koanf:"delivered_retention_seconds"`
+	DeadRetentionSeconds      int `koanf:"dead_retention_seconds"`
+	MaxAttempts               int `koanf:"max_attempts"`
+	Batch                     int `koanf:"batch"`
+	Parallel                  int `koanf:"parallel"`
+	LeaseSeconds              int `koanf:"lease_seconds"`
+	BacklogCount              int `koanf:"backlog_count"`
+	BacklogAgeSeconds         int `koanf:"backlog_age_seconds"`
+	BacklogAlertSeconds       int `koanf:"backlog_alert_seconds"`
+}
+
+// OutboxOverride holds the OutboxPolicy fields one kind overrides; nil inherits.
+type OutboxOverride struct {
+	DeliveredRetentionSeconds *int `koanf:"delivered_retention_seconds"`
+	DeadRetentionSeconds      *int `koanf:"dead_retention_seconds"`
+	MaxAttempts               *int `koanf:"max_attempts"`
+	Batch                     *int `koanf:"batch"`
+	Parallel                  *int `koanf:"parallel"`
+	LeaseSeconds              *int `koanf:"lease_seconds"`
+	BacklogCount              *int `koanf:"backlog_count"`
+	BacklogAgeSeconds         *int `koanf:"backlog_age_seconds"`
+	BacklogAlertSeconds       *int `koanf:"backlog_alert_seconds"`
+}
+
+// Mail configures outgoing mail.
+type Mail struct {
+	Transport    string `koanf:"transport"`
+	From         string `koanf:"from"`
+	FileDir      string `koanf:"file_dir"`
+	SMTPHost     string `koanf:"smtp_host"`
+	SMTPPort     int    `koanf:"smtp_port"`
+	SMTPUsername string `koanf:"smtp_username"`
+	SMTPPassword string `koanf:"smtp_password" secret:"true"`
+	SMTPTLS      string `koanf:"smtp_tls"`
+}
+
+// EndpointPolicy restricts the URLs svc calls out to (webhooks, providers).
+type EndpointPolicy struct {
+	AllowHTTP       bool     `koanf:"allow_http"`
+	AllowedPrefixes []string `koanf:"allowed_prefixes"`
+	AllowedPorts    []int    `koanf:"allowed_ports"`
+	AllowedHosts    []string `koanf:"allowed_hosts"`
+}
+
+// Limits bounds request and asset sizes and request rates. Rate limits are
+// counted in Redis; while Redis is unreachable they are not enforced.
+type Limits struct {
+	RequestBytes int64 `koanf:"request_bytes"`
+	AssetBytes   int64 `koanf:"asset_bytes"`
+	// SignInPerAccountPerMinute bounds console sign-in (and password reset)
+	// attempts per e-mail address.
+	SignInPerAccountPerMinute int `koanf:"sign_in_per_account_per_minute"`
+	// SignInPerAddressPerMinute bounds them per client address.
+	SignInPerAddressPerMinute int `koanf:"sign_in_per_address_per_minute"`
+	// APIRequestsPerKeyPerMinute bounds API requests per API key; 0 disables it.
+	APIRequestsPerKeyPerMinute int `koanf:"api_requests_per_key_per_minute"`
+}
+
+// Log configures the process logger.
+type Log struct {
+	Level  string `koanf:"level"`
+	Format string `koanf:"format"`
+}
+
+// Metrics configures the Prometheus listener; an empty Listen turns it off.
+type Metrics struct {
+	Listen string `koanf:"listen"`
+}
+
+// Default returns the built-in configuration, suited to a single machine.
+func Default() Config {
+	return Config{
+		Server: Server{
+			Listen:            ":8080",
+			PublicURL:         "http://localhost:8080",
+			ReadinessTimeout:  2 * time.Second,
+			ShutdownTimeout:   30 * time.Second,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			TrustedProxies:    []string{},
+		},
+		Database: Database{
+			URL:                          "postgres://postgres@127.0.0.1:5432/svc?sslmode=disable",
+			MaxConns:                     20,
+			ConnectTimeout:               10 * time.Second,
+			AutoMigrate:                  true,
+			MigrationAdvisoryLockTimeout: 60 * time.Second,
+		},
+		Redis: Redis{URL: "redis://127.0.0.1:6379/0", KeyPrefix: "svc:"},
+		ObjectStore: ObjectStore{
+			URL:    "file://data/objects",
+			Region: "us-east-1",
+			UseTLS: true,
+		},
+		Auth: Auth{
+			ExpiryScanSeconds:    60,
+			InvitationTTLSeconds: 604800,
+			SessionTTLSeconds:    1209600,
+			MailLinkTTLSeconds:   3600,
+		},
+		Control: Control{ScanSeconds: 5},
+		Worker: Worker{
+			Slots:            4,
+			MaxAttempts:      3,
+			DrainSeconds:     30,
+			AuthoritySeconds: 10,
+			LeaseSeconds:     30,
+		},
+		Environments: Environments{ScanSeconds: 30, RenewalSeconds: 30},
+		Providers:    Providers{OperationScanSeconds: 30, ProbeTimeoutSeconds: 10},
+		Outbox: Outbox{
+			PurgeIntervalSeconds: 60,
+			PurgeBatch:           1000,
+			PurgeBudgetSeconds:   5,
+			Defaults: OutboxPolicy{
+				DeliveredRetentionSeconds: 86400,
+				DeadRetentionSeconds:      1209600,
+				MaxAttempts:               12,
+				Batch:                     32,
+				Parallel:                  8,
+				LeaseSeconds:              60,
+				BacklogCount:              10000,
+				BacklogAgeSeconds:         300,
+				BacklogAlertSeconds:       300,
+			},
+			ByKind: map[string]OutboxOverride{},
+		},
+		Mail: Mail{
+			Transport: "log",
+			From:      "svc <noreply@localhost>",
+			SMTPPort:  587,
+			SMTPTLS:   "starttls",
+		},
+		EndpointPolicy: EndpointPolicy{AllowedPrefixes: []string{}, AllowedPorts: []int{}, AllowedHosts: []string{}},
+		Limits: Limits{
+			RequestBytes:               1 << 20,
+			AssetBytes:                 100 << 20,
+			SignInPerAccountPerMinute:  10,
+			SignInPerAddressPerMinute:  30,
+			APIRequestsPerKeyPerMinute: 6000,
+		},
+		Log: Log{Level: "info", Format: "json"},
+	}
+}

@@ -1,0 +1,262 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/mail"
+	"net/netip"
+	"net/url"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate reports every invalid value, joined with errors.Join, each message
+// starting with its key. It never repeats a secret or a URL that may carry a
+// password.
+// allowedHostPattern is a DNS name, optionally "*." for every name under it.
+var allowedHostPattern = regexp.MustCompile(`^(?i)(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
+
+func (c *Config) Validate() error {
+	v := &validator{}
+
+	s := c.Server
+	v.hostPort("server.listen", s.Listen)
+	v.httpURL("server.public_url", s.PublicURL)
+	v.duration("server.readiness_timeout", s.ReadinessTimeout)
+	v.duration("server.shutdown_timeout", s.ShutdownTimeout)
+	v.duration("server.read_header_timeout", s.ReadHeaderTimeout)
+	v.duration("server.idle_timeout", s.IdleTimeout)
+	v.prefixes("server.trusted_proxies", s.TrustedProxies)
+
+	d := c.Database
+	v.urlScheme("database.url", d.URL, "postgres", "postgresql")
+	v.positive("database.max_conns", d.MaxConns)
+	v.duration("database.connect_timeout", d.ConnectTimeout)
+	v.duration("database.migration_advisory_lock_timeout", d.MigrationAdvisoryLockTimeout)
+
+	v.urlScheme("redis.url", c.Redis.URL, "redis", "rediss")
+
+	v.objectStore(c.ObjectStore)
+
+	a := c.Auth
+	v.positive("auth.expiry_scan_seconds", a.ExpiryScanSeconds)
+	v.positive("auth.invitation_ttl_seconds", a.InvitationTTLSeconds)
+	v.positive("auth.session_ttl_seconds", a.SessionTTLSeconds)
+	v.positive("auth.mail_link_ttl_seconds", a.MailLinkTTLSeconds)
+
+	v.positive("control.scan_seconds", c.Control.ScanSeconds)
+
+	w := c.Worker
+	v.positive("worker.slots", w.Slots)
+	v.positive("worker.max_attempts", w.MaxAttempts)
+	v.nonNegative("worker.drain_seconds", w.DrainSeconds)
+	v.positive("worker.authority_seconds", w.AuthoritySeconds)
+	v.positive("worker.lease_seconds", w.LeaseSeconds)
+
+	v.positive("environments.scan_seconds", c.Environments.ScanSeconds)
+	v.positive("environments.renewal_seconds", c.Environments.RenewalSeconds)
+
+	v.positive("providers.operation_scan_seconds", c.Providers.OperationScanSeconds)
+	v.positive("providers.probe_timeout_seconds", c.Providers.ProbeTimeoutSeconds)
+
+	v.outbox(c.Outbox)
+	v.mail(c.Mail)
+
+	v.prefixes("endpoint_policy.allowed_prefixes", c.EndpointPolicy.AllowedPrefixes)
+	for i, p := range c.EndpointPolicy.AllowedPorts {
+		v.port(fmt.Sprintf("endpoint_policy.allowed_ports[%d]", i), p)
+	}
+	for i, h := range c.EndpointPolicy.AllowedHosts {
+		if !allowedHostPattern.MatchString(h) {
+			v.fail(fmt.Sprintf("endpoint_policy.allowed_hosts[%d]", i), "%q is not a host name or *.suffix", h)
+		}
+	}
+
+	v.positive64("limits.request_bytes", c.Limits.RequestBytes)
+	v.positive64("limits.asset_bytes", c.Limits.AssetBytes)
+	v.positive("limits.sign_in_per_account_per_minute", c.Limits.SignInPerAccountPerMinute)
+	v.positive("limits.sign_in_per_address_per_minute", c.Limits.SignInPerAddressPerMinute)
+	v.nonNegative("limits.api_requests_per_key_per_minute", c.Limits.APIRequestsPerKeyPerMinute)
+
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", c.Log.Format, "json", "text")
+
+	if c.Metrics.Listen != "" {
+		v.hostPort("metrics.listen", c.Metrics.Listen)
+		// Port 0 picks a free port for each listener, so equal ":0" addresses never collide.
+		if c.Metrics.Listen == s.Listen && !strings.HasSuffix(s.Listen, ":0") {
+			v.fail("metrics.listen", "must differ from server.listen")
+		}
+	}
+	return errors.Join(v.errs...)
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) fail(key, format string, args ...any) {
+	v.errs = append(v.errs, errors.New(key+": "+fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) positive(key string, n int) {
+	if n <= 0 {
+		v.fail(key, "must be greater than 0, got %d", n)
+	}
+}
+
+func (v *validator) positive64(key string, n int64) {
+	if n <= 0 {
+		v.fail(key, "must be greater than 0, got %d", n)
+	}
+}
+
+func (v *validator) nonNegative(key string, n int) {
+	if n < 0 {
+		v.fail(key, "must not be negative, got %d", n)
+	}
+}
+
+func (v *validator) prefixes(key string, list []string) {
+	for i, p := range list {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			v.fail(fmt.Sprintf("%s[%d]", key, i), "%q is not a CIDR prefix such as \"10.0.0.0/8\"", p)
+		}
+	}
+}
+
+func (v *validator) duration(key string, d time.Duration) {
+	if d <= 0 {
+		v.fail(key, "must be a positive duration, got %s", d)
+	}
+}
+
+func (v *validator) port(key string, p int) {
+	if p < 1 || p > 65535 {
+		v.fail(key, "must be a port from 1 to 65535, got %d", p)
+	}
+}
+
+func (v *validator) oneOf(key, value string, allowed ...string) {
+	if !slices.Contains(allowed, value) {
+		v.fail(key, "must be one of %s, got %q", strings.Join(allowed, ", "), value)
+	}
+}
+
+func (v *validator) hostPort(key, addr string) {
+	_, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		v.fail(key, "must be host:port or :port, got %q", addr)
+	}
+}
+
+// parseURL parses without echoing the URL: url.Parse errors quote it whole,
+// password included.
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return nil, ue.Err
+		}
+		return nil, errors.New("malformed URL")
+	}
+	return u, nil
+}
+
+func (v *validator) urlScheme(key, raw string, schemes ...string) {
+	u, err := parseURL(raw)
+	switch {
+	case err != nil:
+		v.fail(key, "invalid URL: %v", err)
+	case !slices.Contains(schemes, u.Scheme):
+		v.fail(key, "scheme must be %s", strings.Join(schemes, " or "))
+	case u.Host == "":
+		v.fail(key, "must name a host")
+	}
+}
+
+func (v *validator) httpURL(key, raw string) {
+	u, err := parseURL(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.fail(key, "must be an absolute http or https URL, got %q", raw)
+	}
+}
+
+func (v *validator) objectStore(o ObjectStore) {
+	u, err := parseURL(o.URL)
+	switch {
+	case err != nil:
+		v.fail("object_store.url", "invalid URL: %v", err)
+	case u.Scheme == "file":
+		if strings.TrimPrefix(o.URL, "file://") == "" {
+			v.fail("object_store.url", "file:// needs a directory, such as file://data/objects")
+		}
+	case u.Scheme == "s3":
+		if u.Host == "" {
+			v.fail("object_store.url", "s3:// needs a bucket name, such as s3://assets")
+		}
+		if o.Endpoint == "" {
+			v.fail("object_store.endpoint", "is required for an s3:// object store")
+		} else {
+			v.hostPort("object_store.endpoint", o.Endpoint)
+		}
+		if o.Region == "" {
+			v.fail("object_store.region", "is required for an s3:// object store")
+		}
+	default:
+		v.fail("object_store.url", "scheme must be file or s3, got %q", u.Scheme)
+	}
+}
+
+func (v *validator) outbox(o Outbox) {
+	v.positive("outbox.purge_interval_seconds", o.PurgeIntervalSeconds)
+	v.positive("outbox.purge_batch", o.PurgeBatch)
+	v.positive("outbox.purge_budget_seconds", o.PurgeBudgetSeconds)
+	v.fields("outbox.defaults", reflect.ValueOf(o.Defaults))
+	for _, kind := range slices.Sorted(maps.Keys(o.ByKind)) {
+		if !slices.Contains(OutboxKinds, kind) {
+			v.fail("outbox.by_kind", "unknown outbox kind %q (known: %s)", kind, strings.Join(OutboxKinds, ", "))
+			continue
+		}
+		v.fields("outbox.by_kind."+kind, reflect.ValueOf(o.ByKind[kind]))
+	}
+}
+
+// fields checks that every integer field of an OutboxPolicy or OutboxOverride
+// is positive; nil override fields are unset and skipped.
+func (v *validator) fields(prefix string, s reflect.Value) {
+	for i := range s.NumField() {
+		f := s.Field(i)
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				continue
+			}
+			f = f.Elem()
+		}
+		v.positive(prefix+"."+s.Type().Field(i).Tag.Get("koanf"), int(f.Int()))
+	}
+}
+
+func (v *validator) mail(m Mail) {
+	v.oneOf("mail.transport", m.Transport, "log", "file", "smtp")
+	if _, err := mail.ParseAddress(m.From); err != nil {
+		v.fail("mail.from", "must be a mail address such as \"svc <noreply@example.com>\", got %q", m.From)
+	}
+	switch m.Transport {
+	case "file":
+		if m.FileDir == "" {
+			v.fail("mail.file_dir", "is required when mail.transport is \"file\"")
+		}
+	case "smtp":
+		if m.SMTPHost == "" {
+			v.fail("mail.smtp_host", "is required when mail.transport is \"smtp\"")
+		}
+	}
+	v.port("mail.smtp_port", m.SMTPPort)
+	v.oneOf("mail.smtp_tls", m.SMTPTLS, "starttls", "tls", "none")
+}

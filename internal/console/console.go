@@ -1,0 +1,196 @@
+// Package console serves the web console: server-rendered pages (html/template,
+// embedded) for signing in and out, resetting a password by mail link, and
+// accepting an invitation. They set the pattern the rest of the console follows:
+//
+//   - every page goes through Console.page, which sets the security headers
+//     (a Content-Security-Policy that allows no script and no inline style,
+//     no framing, no caching), resolves the login session from its cookie
+//     against the database, and checks the CSRF token of every POST;
+//   - handlers call one service method and render a template, or redirect with
+//     303 after a change (post, redirect, get);
+//   - forms work without JavaScript, and never echo a password back.
+//
+// The console must not import internal/httpapi (which registers it): it gets its
+// dependencies as Deps.
+package console
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/config"
+	"github.com/svcdev/svc/internal/invitation"
+	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/ratelimit"
+	"github.com/svcdev/svc/internal/session"
+)
+
+// Deps are what the console is built from.
+type Deps struct {
+	Config  *config.Config
+	Log     *slog.Logger
+	Pool    *pgxpool.Pool
+	Keyring *keyring.Ring
+	Limiter *ratelimit.Limiter
+	// ForgetFunc drops cached API key lookups (auth.Authenticator.Forget), so
+	// that a membership gained by accepting an invitation applies at once.
+	ForgetFunc func()
+	// Started reports whether the process finished starting (the database is
+	// migrated and checked); until then pages answer 503.
+	Started func() bool
+}
+
+// Console holds the console's pages and the services behind them.
+type Console struct {
+	log         *slog.Logger
+	sessions    *session.Service
+	invitations *invitation.Service
+	pages       pages
+	started     func() bool
+	// secure marks cookies Secure: the public URL is https.
+	secure      bool
+	trusted     []netip.Prefix
+	mailLinkTTL time.Duration
+}
+
+// New builds the console. It does not touch the database.
+func New(d Deps) (*Console, error) {
+	if d.Config == nil || d.Log == nil || d.Started == nil {
+		return nil, errors.New("console: config, log and started are required")
+	}
+	cfg := d.Config
+	public, err := url.Parse(cfg.Server.PublicURL)
+	if err != nil {
+		return nil, errors.New("console: server.public_url is not a URL")
+	}
+	trusted := make([]netip.Prefix, 0, len(cfg.Server.TrustedProxies))
+	for _, p := range cfg.Server.TrustedProxies {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("console: server.trusted_proxies: %q is not a CIDR prefix", p)
+		}
+		trusted = append(trusted, prefix.Masked())
+	}
+	sessions, err := session.NewService(session.Options{
+		Pool: d.Pool, Keyring: d.Keyring, Limiter: d.Limiter, Log: d.Log,
+		PublicURL:           cfg.Server.PublicURL,
+		SessionTTL:          time.Duration(cfg.Auth.SessionTTLSeconds) * time.Second,
+		MailLinkTTL:         time.Duration(cfg.Auth.MailLinkTTLSeconds) * time.Second,
+		PerAccountPerMinute: cfg.Limits.SignInPerAccountPerMinute,
+		PerAddressPerMinute: cfg.Limits.SignInPerAddressPerMinute,
+	})
+	if err != nil {
+		return nil, err
+	}
+	invitations, err := invitation.NewService(invitation.Options{
+		Pool: d.Pool, Keyring: d.Keyring, PublicURL: cfg.Server.PublicURL,
+		TTL: time.Duration(cfg.Auth.InvitationTTLSeconds) * time.Second, ForgetFunc: d.ForgetFunc,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pg, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	return &Console{
+		log: d.Log, sessions: sessions, invitations: invitations, pages: pg, started: d.Started,
+		secure: public.Scheme == "https", trusted: trusted,
+		mailLinkTTL: time.Duration(cfg.Auth.MailLinkTTLSeconds) * time.Second,
+	}, nil
+}
+
+// Register adds the console's routes to e.
+func (c *Console) Register(e *echo.Echo) {
+	e.GET("/", c.page(c.home))
+	e.GET("/sign-in", c.page(c.signInForm))
+	e.POST("/sign-in", c.page(c.signIn))
+	e.POST("/sign-out", c.page(c.signOut))
+	e.GET("/password/forgot", c.page(c.forgotForm))
+	e.POST("/password/forgot", c.page(c.forgot))
+	e.GET("/password/reset", c.page(c.resetForm))
+	e.POST("/password/reset", c.page(c.reset))
+	e.GET("/invitations/accept", c.page(c.acceptForm))
+	e.POST("/invitations/accept", c.page(c.accept))
+	e.GET("/console/assets/:name", asset)
+}
+
+// request is one page request as the handlers see it.
+type request struct {
+	ec echo.Context
+	// session is the signed-in session, nil when signed out; token is its cookie.
+	session *session.Session
+	token   string
+	// csrf is the token forms must carry.
+	csrf string
+	// form holds a POST's fields (never the query string's).
+	form url.Values
+}
+
+// page wraps a handler with what every page needs: security headers, the
+// startup gate, the session, CSRF and the rendering of failures.
+func (c *Console) page(h func(*request) error) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		setSecurityHeaders(ec.Response().Header())
+		r := &request{ec: ec}
+		if !c.started() {
+			return c.message(r, http.StatusServiceUnavailable, msgStarting)
+		}
+		if err := c.loadSession(r); err != nil {
+			return c.fail(r, err)
+		}
+		if ec.Request().Method == http.MethodPost {
+			if err := c.readForm(r); err != nil {
+				return c.message(r, http.StatusBadRequest, msgBadForm)
+			}
+			if !c.checkPost(r) {
+				return c.message(r, http.StatusForbidden, msgForbidden)
+			}
+		} else if err := c.ensureCSRF(r); err != nil {
+			return c.fail(r, err)
+		}
+		if err := h(r); err != nil {
+			return c.fail(r, err)
+		}
+		return nil
+	}
+}
+
+// fail renders an unexpected error: 503 for an unavailable dependency, else
+// 500, with the cause in the log under the request id (never in the page).
+func (c *Console) fail(r *request, err error) error {
+	if r.ec.Response().Committed {
+		// The page is out already: the client went away while it was written.
+		c.log.Debug("console page not delivered", "route", r.ec.Path(), "error", err.Error())
+		return nil
+	}
+	if apperr.KindOf(err) == apperr.KindUnavailable {
+		return c.message(r, http.StatusServiceUnavailable, msgUnavailable)
+	}
+	c.log.Error("console page failed",
+		"route", r.ec.Path(), "request_id", r.ec.Response().Header().Get(echo.HeaderXRequestID), "error", err.Error())
+	return c.message(r, http.StatusInternalServerError, msgInternal)
+}
+
+// setSecurityHeaders applies what every console response carries: no script
+// at all, styles from this origin only, forms that post only here, no framing,
+// no caching of pages that show a person's data or carry tokens, and no
+// Referer leaving the origin (reset and invitation URLs hold tokens).
+func setSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; "+
+		"form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set(echo.HeaderCacheControl, "no-store")
+}

@@ -1,0 +1,141 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcdev/svc/gen/client"
+)
+
+// invite invites email to the admin's workspace (or, with org, its
+// organization) and returns the path of the invitation page.
+func (b *testBundle) invite(t *testing.T, email, role string, org bool) string {
+	t.Helper()
+	api := b.h.Client(t, b.admin.APIKey)
+	body := client.CreateInvitationRequest{Email: email, Role: role}
+	var link string
+	if org {
+		resp, err := api.CreateOrganizationInvitationWithResponse(t.Context(), b.admin.OrganizationID, nil, body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, resp.StatusCode(), string(resp.Body))
+		link = resp.JSON201.InvitationUrl
+	} else {
+		resp, err := api.CreateWorkspaceInvitationWithResponse(t.Context(), b.admin.WorkspaceID, nil, body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, resp.StatusCode(), string(resp.Body))
+		link = resp.JSON201.InvitationUrl
+	}
+	require.True(t, strings.HasPrefix(link, "http://localhost:8080/invitations/accept?token="), link)
+	path, _ := b.linkPath(t, link)
+	return path
+}
+
+func TestAcceptInvitationNewAccount(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	path := b.invite(t, "new.person@example.com", "editor", false)
+	br := b.browser(t)
+
+	page := br.get(t, path)
+	require.Equal(t, http.StatusOK, page.status, page.body)
+	requirePageHeaders(t, page)
+	for _, want := range []string{"Join Default workspace", "<dd>Default organization</dd>", "<dd>Default workspace</dd>", "<dd>editor</dd>", "<dd>new.person@example.com</dd>", "admin@example.com invited you", `name="password"`, `name="display_name"`} {
+		require.Contains(t, page.body, want)
+	}
+
+	const pw = "my first password"
+	mismatch := br.submit(t, path, "/invitations/accept", url.Values{"display_name": {"New Person"}, "password": {pw}, "password_confirmation": {pw + "x"}})
+	require.Equal(t, http.StatusUnprocessableEntity, mismatch.status)
+	require.Contains(t, mismatch.body, "The two passwords differ.")
+	require.Contains(t, mismatch.body, `value="New Person"`, "the name is kept")
+	require.NotContains(t, mismatch.body, pw, "the password is not")
+
+	short := br.submit(t, path, "/invitations/accept", url.Values{"password": {"short"}, "password_confirmation": {"short"}})
+	require.Equal(t, http.StatusUnprocessableEntity, short.status)
+	require.Contains(t, short.body, "at least 8 characters")
+
+	missing := br.submit(t, path, "/invitations/accept", url.Values{})
+	require.Equal(t, http.StatusUnprocessableEntity, missing.status, "a new account needs a password")
+
+	done := br.submit(t, path, "/invitations/accept", url.Values{"display_name": {"New Person"}, "password": {pw}, "password_confirmation": {pw}})
+	require.Equal(t, http.StatusSeeOther, done.status, done.body)
+	require.Equal(t, "/sign-in?notice=invitation_accepted", done.header.Get("Location"))
+	require.Contains(t, br.get(t, "/sign-in?notice=invitation_accepted").body, "The invitation is accepted.")
+
+	br.signIn(t, "new.person@example.com", pw)
+	home := br.get(t, "/")
+	require.Contains(t, home.body, "Signed in as new.person@example.com")
+	require.Contains(t, home.body, "<p class=\"muted\">New Person</p>")
+	require.Regexp(t, `<td>Default workspace</td>.*<span class="badge">editor</span>`, home.body)
+
+	again := br.get(t, path)
+	require.Equal(t, http.StatusGone, again.status)
+	require.Contains(t, again.body, "This invitation was already accepted")
+}
+
+func TestAcceptInvitationExistingAccount(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	m := b.member(t, "viewer", "member password")
+	b.exec(t, `DELETE FROM workspace_member WHERE principal_id = $1`, m.PrincipalID)
+	path := b.invite(t, m.Email, "admin", true)
+	br := b.browser(t)
+
+	page := br.get(t, path)
+	require.Equal(t, http.StatusOK, page.status, page.body)
+	require.Contains(t, page.body, "Join Default organization")
+	require.NotContains(t, page.body, "<dt>Workspace</dt>")
+	require.Contains(t, page.body, "You already have an account")
+	require.Contains(t, page.body, `autocomplete="current-password"`, "an existing account confirms with its password")
+	require.NotContains(t, page.body, `name="password_confirmation"`)
+
+	// The link alone does not attach an account: its password is required.
+	for _, pw := range []string{"", "not the password"} {
+		refused := br.submit(t, path, "/invitations/accept", url.Values{"existing": {"1"}, "password": {pw}})
+		require.Equal(t, http.StatusUnprocessableEntity, refused.status, refused.body)
+	}
+	done := br.submit(t, path, "/invitations/accept", url.Values{"existing": {"1"}, "password": {"member password"}})
+	require.Equal(t, http.StatusSeeOther, done.status, done.body)
+	br.signIn(t, m.Email, "member password")
+	require.Contains(t, br.get(t, "/").body, `<span>Default organization</span><span class="badge">admin</span>`)
+}
+
+func TestAcceptInvitationRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	br := b.browser(t)
+	for _, path := range []string{"/invitations/accept", "/invitations/accept?token=nope", "/invitations/accept?token=" + strings.Repeat("A", 43)} {
+		p := br.get(t, path)
+		require.Equal(t, http.StatusBadRequest, p.status, path)
+		requirePageHeaders(t, p)
+		require.Contains(t, p.body, "This invitation link is not valid", path)
+	}
+	forged := br.submit(t, "/sign-in", "/invitations/accept", url.Values{"token": {strings.Repeat("B", 43)}, "password": {"whatever password"}, "password_confirmation": {"whatever password"}})
+	require.Equal(t, http.StatusBadRequest, forged.status)
+
+	revoked := b.invite(t, "revoked@example.com", "viewer", false)
+	b.exec(t, `UPDATE invitation SET revoked_at = now() WHERE lower(email) = 'revoked@example.com'`)
+	p := br.get(t, revoked)
+	require.Equal(t, http.StatusGone, p.status)
+	require.Contains(t, p.body, "This invitation was withdrawn")
+
+	expired := b.invite(t, "expired@example.com", "viewer", false)
+	b.exec(t, `UPDATE invitation SET expires_at = now() - interval '1 second' WHERE lower(email) = 'expired@example.com'`)
+	p = br.get(t, expired)
+	require.Equal(t, http.StatusGone, p.status)
+	require.Contains(t, p.body, "This invitation has expired")
+
+	m := b.member(t, "viewer", "member password")
+	b.exec(t, `DELETE FROM workspace_member WHERE principal_id = $1`, m.PrincipalID)
+	disabled := b.invite(t, m.Email, "viewer", false)
+	p = br.get(t, disabled)
+	require.Equal(t, http.StatusOK, p.status)
+	b.exec(t, `UPDATE user_account SET disabled_at = now() WHERE id = $1`, m.UserID)
+	p = br.submit(t, disabled, "/invitations/accept", url.Values{"existing": {"1"}, "password": {"member password"}})
+	require.Equal(t, http.StatusForbidden, p.status)
+	require.Contains(t, p.body, "This account is disabled")
+}

@@ -1,0 +1,95 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/invitation"
+)
+
+// Pages of an invitation that cannot be accepted: 400 for a missing, malformed
+// or unknown token; 410 for an accepted, revoked or expired invitation; 403
+// for a disabled account; 409 when a concurrent acceptance got in the way.
+var (
+	msgInvitationUnknown  = message{"This invitation link is not valid", "The invitation link is incomplete or unknown. Copy the whole link from the mail, or ask the person who invited you to send a new invitation.", "/", "Go to the start page"}
+	msgInvitationAccepted = message{"This invitation was already accepted", "The invitation has been used already. If it was you, sign in.", "/sign-in", "Sign in"}
+	msgInvitationRevoked  = message{"This invitation was withdrawn", "An administrator revoked the invitation. Ask them for a new one if you still need access.", "/", "Go to the start page"}
+	msgInvitationExpired  = message{"This invitation has expired", "Invitations can be accepted for a limited time only. Ask the person who invited you to send a new one.", "/", "Go to the start page"}
+	msgAccountDisabled    = message{"This account is disabled", "The account for this e-mail address is disabled, so it cannot accept invitations. Ask your operator.", "/", "Go to the start page"}
+	msgAcceptConflict     = message{"Please try again", "Someone else changed this invitation or account at the same moment. Go back, reload the page and try again.", "/", "Go to the start page"}
+)
+
+// acceptForm shows the invitation and asks for a password: a new one for a new
+// address, the account's own otherwise (GET /invitations/accept?token=...). The token travels on in a hidden field.
+func (c *Console) acceptForm(r *request) error {
+	token := r.ec.QueryParam("token")
+	return c.showInvitation(r, http.StatusOK, token, view{})
+}
+
+// accept accepts the invitation (POST /invitations/accept): 303 to the sign-in
+// page, or the form again with 422 when the password or name is refused.
+func (c *Console) accept(r *request) error {
+	token := r.form.Get("token")
+	form := view{Form: map[string]string{"display_name": r.form.Get("display_name")}}
+	pw := r.form.Get("password")
+	// A new account's password is typed twice; an existing account confirms
+	// with its own password once.
+	if r.form.Get("existing") != "1" && pw != r.form.Get("password_confirmation") {
+		form.Error = "Choose the password again."
+		form.Fields = map[string]string{"password_confirmation": "The two passwords differ."}
+		return c.showInvitation(r, http.StatusUnprocessableEntity, token, form)
+	}
+	_, err := c.invitations.Accept(r.ec.Request().Context(), invitation.AcceptInput{
+		Token: token, Password: pw, DisplayName: r.form.Get("display_name"),
+	})
+	if err == nil {
+		return r.ec.Redirect(http.StatusSeeOther, "/sign-in?notice=invitation_accepted")
+	}
+	if ae, ok := apperr.As(err); ok && ae.Kind == apperr.KindInvalidArgument {
+		form.Error = "Check the fields below."
+		form.Fields = map[string]string{}
+		for _, d := range ae.Details {
+			form.Fields[d.Field] = sentence(d.Reason)
+		}
+		if form.Fields["token"] != "" {
+			return c.message(r, http.StatusBadRequest, msgInvitationUnknown)
+		}
+		return c.showInvitation(r, http.StatusUnprocessableEntity, token, form)
+	}
+	return c.invitationError(r, err)
+}
+
+// showInvitation renders the accept form for token with status, or why the
+// invitation cannot be accepted.
+func (c *Console) showInvitation(r *request, status int, token string, v view) error {
+	p, err := c.invitations.Preview(r.ec.Request().Context(), token)
+	if err != nil {
+		return c.invitationError(r, err)
+	}
+	v.Title, v.Data = "Accept the invitation", p
+	if v.Form == nil {
+		v.Form = map[string]string{}
+	}
+	v.Form["token"] = token
+	return c.render(r, status, "accept", v)
+}
+
+// invitationError renders why an invitation cannot be accepted, or fails.
+func (c *Console) invitationError(r *request, err error) error {
+	switch {
+	case errors.Is(err, invitation.ErrNotFound):
+		return c.message(r, http.StatusBadRequest, msgInvitationUnknown)
+	case errors.Is(err, invitation.ErrAccepted):
+		return c.message(r, http.StatusGone, msgInvitationAccepted)
+	case errors.Is(err, invitation.ErrRevoked):
+		return c.message(r, http.StatusGone, msgInvitationRevoked)
+	case errors.Is(err, invitation.ErrExpired):
+		return c.message(r, http.StatusGone, msgInvitationExpired)
+	case errors.Is(err, invitation.ErrAccountDisabled):
+		return c.message(r, http.StatusForbidden, msgAccountDisabled)
+	case apperr.KindOf(err) == apperr.KindAlreadyExists || apperr.KindOf(err) == apperr.KindConflict:
+		return c.message(r, http.StatusConflict, msgAcceptConflict)
+	}
+	return err
+}

@@ -1,0 +1,26 @@
+package httpapi
+
+import (
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/config"
+	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/provider/types"
+)
+
+// Deps are what the domain handlers are built from.
+type Deps struct {
+	Config  *config.Config
+	Log     *slog.Logger
+	Pool    *pgxpool.Pool
+	Keyring *keyring.Ring
+	Auth    *auth.Authenticator
+	Redis   *redis.Client
+	// Types is the registry of installed provider types, compiled once per
+	// process (its JSON Schemas) and shared by every handler that needs it.
+	Types *types.Registry
+}

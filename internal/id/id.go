@@ -1,0 +1,36 @@
+// Package id makes the service's public identifiers: a kind prefix and a
+// lowercase ULID, e.g. ws_01jd5v6w1q3yb8j8y3tn9z2k7h. They sort by creation time,
+// so "newest first" is "id descending", and they are random enough that guessing
+// another workspace's ids is hopeless.
+package id
+
+import (
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Prefixes of the kinds of resources (DESIGN.md, Names).
+const (
+	Organization = "org"
+	Workspace    = "ws"
+	User         = "usr"
+	Principal    = "pri"
+	APIKey       = "key"
+	Invitation   = "inv"
+	Session      = "ses"
+	MailLink     = "mlk"
+	Delivery     = "dlv"
+	AuditEvent   = "aud"
+	Provider     = "prv"
+)
+
+// New returns a new id of the given kind.
+func New(prefix string) string {
+	return prefix + "_" + strings.ToLower(ulid.Make().String())
+}
+
+// HasPrefix reports whether s looks like an id of the given kind.
+func HasPrefix(s, prefix string) bool {
+	return len(s) == len(prefix)+1+ulid.EncodedSize && strings.HasPrefix(s, prefix+"_")
+}

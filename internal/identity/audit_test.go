@@ -1,0 +1,95 @@
+package identity_test
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcdev/svc/gen/client"
+	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/identity"
+	"github.com/svcdev/svc/internal/testfactory"
+)
+
+// TestAuditTrailPages: the trail is the workspace's own, newest first, and
+// pages through every event.
+func TestAuditTrailPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := b.otherOrganization(t)
+	for range 5 {
+		require.Equal(t, http.StatusCreated, status(t, b.do(t, b.admin.APIKey, http.MethodPost, "/api/v1/api-keys", map[string]any{"name": "k", "role": "viewer"})))
+		require.Equal(t, http.StatusCreated, status(t, b.do(t, other.Owner.Token, http.MethodPost, "/api/v1/api-keys", map[string]any{"name": "k", "role": "viewer"})))
+	}
+	want := b.count(t, "SELECT count(*) FROM audit_event WHERE workspace_id = $1", b.admin.WorkspaceID)
+	require.Equal(t, 7, want, "bootstrap's two workspace events and five key creations")
+
+	var ids []string
+	path := "/api/v1/audit-events?limit=3"
+	for range 4 {
+		page := decode[client.AuditEventPage](t, b.do(t, b.admin.APIKey, http.MethodGet, path, nil), http.StatusOK)
+		for _, e := range page.Items {
+			ids = append(ids, e.Id)
+			require.True(t, e.ActorId.IsNull() || e.ActorId.MustGet() == b.admin.PrincipalID, "another organization's events never show: %v", e)
+		}
+		if page.NextCursor.IsNull() {
+			break
+		}
+		path = "/api/v1/audit-events?limit=3&cursor=" + page.NextCursor.MustGet()
+	}
+	require.Len(t, ids, want)
+	for i := 1; i < len(ids); i++ {
+		require.Greater(t, ids[i-1], ids[i], "newest first")
+	}
+	viewer := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleEditor})
+	require.Equal(t, "permission_denied", errorCode(t, b.do(t, viewer.Token, http.MethodGet, "/api/v1/audit-events", nil), http.StatusForbidden))
+}
+
+// TestUserDisableAndEnable: an operator's disable refuses the user's keys within
+// the authenticator's cache time, enable gives them back unchanged, and both are
+// idempotent and audited without an actor.
+func TestUserDisableAndEnable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bob := b.member(t, testfactory.MemberOpts{Email: "Bob@Example.com", WorkspaceRole: auth.RoleEditor})
+	me := func(token string) int { return status(t, b.do(t, token, http.MethodGet, "/api/v1/me", nil)) }
+	require.Equal(t, http.StatusOK, me(bob.Token))
+
+	st, err := identity.SetUserDisabled(t.Context(), b.h.App.Pool, "bob@example.com", true)
+	require.NoError(t, err)
+	require.Equal(t, identity.UserState{UserID: bob.UserID, Email: "Bob@Example.com", Disabled: true, Changed: true}, st)
+	require.Eventually(t, func() bool { return me(bob.Token) == http.StatusUnauthorized }, auth.CacheTTL+time.Second, 50*time.Millisecond)
+	require.Equal(t, http.StatusOK, me(b.admin.APIKey), "other users are untouched")
+
+	st, err = identity.SetUserDisabled(t.Context(), b.h.App.Pool, "BOB@example.com", true)
+	require.NoError(t, err)
+	require.False(t, st.Changed)
+	require.True(t, st.Disabled)
+	require.Equal(t, 2, b.count(t, "SELECT version FROM user_account WHERE id = $1", bob.UserID), "a second disable changes nothing")
+
+	st, err = identity.SetUserDisabled(t.Context(), b.h.App.Pool, "bob@example.com", false)
+	require.NoError(t, err)
+	require.True(t, st.Changed)
+	require.False(t, st.Disabled)
+	require.Eventually(t, func() bool { return me(bob.Token) == http.StatusOK }, auth.CacheTTL+time.Second, 50*time.Millisecond)
+	resp, err := b.h.Client(t, bob.Token).GetMeWithResponse(t.Context())
+	require.NoError(t, err)
+	require.EqualValues(t, "editor", resp.JSON200.Role, "grants are as they were")
+
+	evs := b.events(t, b.admin.APIKey)
+	for action, n := range map[string]int{"user.disabled": 1, "user.enabled": 1} {
+		got := eventsOf(evs, action)
+		require.Len(t, got, n, action)
+		require.True(t, got[0].ActorId.IsNull(), "operator commands have no actor")
+		require.Equal(t, bob.UserID, got[0].SubjectId)
+		require.Equal(t, []string{"disabled_at"}, got[0].ChangedFields)
+	}
+
+	_, err = identity.SetUserDisabled(t.Context(), b.h.App.Pool, "nobody@example.com", true)
+	require.True(t, errors.Is(err, identity.ErrUserNotFound), "%v", err)
+	_, err = identity.SetUserDisabled(t.Context(), b.h.App.Pool, "not an address", true)
+	require.Error(t, err)
+}

@@ -1,0 +1,209 @@
+package identity_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcdev/svc/gen/client"
+	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/testfactory"
+)
+
+func TestListMembers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	viewer := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleViewer})
+	service := b.member(t, testfactory.MemberOpts{Service: true, WorkspaceRole: auth.RoleRunner})
+	b.member(t, testfactory.MemberOpts{OrganizationRole: auth.OrgAdmin}) // not a workspace member
+	other := b.otherOrganization(t)
+
+	page := decode[client.MemberPage](t, b.do(t, viewer.Token, http.MethodGet, "/api/v1/members", nil), http.StatusOK)
+	require.True(t, page.NextCursor.IsNull())
+	byID := map[string]client.Member{}
+	var order []string
+	for _, m := range page.Items {
+		byID[m.Principal.Id] = m
+		order = append(order, m.Principal.Id)
+	}
+	require.Equal(t, []string{service.PrincipalID, viewer.PrincipalID, b.admin.PrincipalID}, order, "newest principal first; organization admins without membership are not members")
+	require.Equal(t, b.admin.Email, byID[b.admin.PrincipalID].Email.MustGet())
+	require.EqualValues(t, "admin", byID[b.admin.PrincipalID].Role)
+	require.EqualValues(t, "viewer", byID[viewer.PrincipalID].Role)
+	require.True(t, byID[service.PrincipalID].Email.IsNull(), "service principals have no e-mail")
+	require.EqualValues(t, "service", byID[service.PrincipalID].Principal.Kind)
+	require.NotContains(t, order, other.Owner.PrincipalID)
+
+	// Pages of 1 give the same order.
+	var paged []string
+	path := "/api/v1/members?limit=1"
+	for range 4 {
+		p := decode[client.MemberPage](t, b.do(t, viewer.Token, http.MethodGet, path, nil), http.StatusOK)
+		for _, m := range p.Items {
+			paged = append(paged, m.Principal.Id)
+		}
+		if p.NextCursor.IsNull() {
+			break
+		}
+		path = "/api/v1/members?limit=1&cursor=" + p.NextCursor.MustGet()
+	}
+	require.Equal(t, order, paged)
+}
+
+func TestUpdateMemberRole(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	alice := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleAdmin})
+	path := "/api/v1/members/" + alice.PrincipalID
+	patch := func(role string, hdr ...string) *http.Response {
+		return b.do(t, b.admin.APIKey, http.MethodPatch, path, map[string]any{"role": role}, hdr...)
+	}
+	// Alice's admin key works before.
+	require.Equal(t, http.StatusOK, status(t, b.do(t, alice.Token, http.MethodGet, "/api/v1/api-keys", nil)))
+
+	require.Equal(t, "precondition_required", errorCode(t, patch("editor"), http.StatusPreconditionRequired))
+	require.Equal(t, "precondition_failed", errorCode(t, patch("editor", "If-Match", alice.PrincipalID+":2"), http.StatusPreconditionFailed))
+	require.Equal(t, "invalid_argument", errorCode(t, patch("owner", "If-Match", "*"), http.StatusBadRequest))
+
+	// Same role: nothing changes.
+	resp := patch("admin", "If-Match", alice.PrincipalID+":1")
+	require.Equal(t, 1, decode[client.Member](t, resp, http.StatusOK).Version)
+	require.Zero(t, b.count(t, "SELECT count(*) FROM audit_event WHERE action = 'member.role_changed'"))
+
+	resp = patch("editor", "If-Match", `"`+alice.PrincipalID+`:1"`)
+	m := decode[client.Member](t, resp, http.StatusOK)
+	require.EqualValues(t, "editor", m.Role)
+	require.Equal(t, 2, m.Version)
+	require.Equal(t, fmt.Sprintf(`"%s:2"`, alice.PrincipalID), resp.Header.Get("ETag"))
+
+	// The demotion applies to her key at once (no cache delay in this process).
+	require.Equal(t, "permission_denied", errorCode(t, b.do(t, alice.Token, http.MethodGet, "/api/v1/api-keys", nil), http.StatusForbidden))
+	me, err := b.h.Client(t, alice.Token).GetMeWithResponse(t.Context())
+	require.NoError(t, err)
+	require.EqualValues(t, "editor", me.JSON200.Role)
+
+	evs := eventsOf(b.events(t, b.admin.APIKey), "member.role_changed")
+	require.Len(t, evs, 1)
+	require.Equal(t, alice.PrincipalID, evs[0].SubjectId)
+	require.Equal(t, "member", evs[0].SubjectType)
+	require.Equal(t, []string{"role"}, evs[0].ChangedFields)
+	require.Equal(t, 2, evs[0].Version.MustGet())
+}
+
+func TestRemoveMember(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bob := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleEditor})
+	orgAdmin := b.member(t, testfactory.MemberOpts{OrganizationRole: auth.OrgAdmin, WorkspaceRole: auth.RoleViewer, KeyRole: auth.RoleAdmin})
+	require.Equal(t, http.StatusOK, status(t, b.do(t, bob.Token, http.MethodGet, "/api/v1/me", nil)))
+
+	path := "/api/v1/members/" + bob.PrincipalID
+	require.Equal(t, "precondition_required", errorCode(t, b.do(t, b.admin.APIKey, http.MethodDelete, path, nil), http.StatusPreconditionRequired))
+	require.Equal(t, "precondition_failed", errorCode(t, b.do(t, b.admin.APIKey, http.MethodDelete, path, nil, "If-Match", bob.PrincipalID+":9"), http.StatusPreconditionFailed))
+	resp := b.do(t, b.admin.APIKey, http.MethodDelete, path, nil, "If-Match", bob.PrincipalID+":1")
+	require.Equal(t, http.StatusNoContent, status(t, resp))
+
+	// His key stops at once; he is gone from the list; a second delete is 404.
+	require.Equal(t, "unauthenticated", errorCode(t, b.do(t, bob.Token, http.MethodGet, "/api/v1/me", nil), http.StatusUnauthorized))
+	require.Equal(t, "not_found", errorCode(t, b.do(t, b.admin.APIKey, http.MethodDelete, path, nil, "If-Match", "*"), http.StatusNotFound))
+	require.Zero(t, b.count(t, "SELECT count(*) FROM workspace_member WHERE principal_id = $1", bob.PrincipalID))
+
+	// An organization admin keeps admin rights without membership, so removal
+	// revokes the member's keys of the workspace: they stop working all the same.
+	resp = b.do(t, b.admin.APIKey, http.MethodDelete, "/api/v1/members/"+orgAdmin.PrincipalID, nil, "If-Match", "*")
+	require.Equal(t, http.StatusNoContent, status(t, resp))
+	require.Equal(t, "unauthenticated", errorCode(t, b.do(t, orgAdmin.Token, http.MethodGet, "/api/v1/me", nil), http.StatusUnauthorized))
+
+	evs := b.events(t, b.admin.APIKey)
+	removed := eventsOf(evs, "member.removed")
+	require.Len(t, removed, 2)
+	require.Equal(t, orgAdmin.PrincipalID, removed[0].SubjectId)
+	require.Equal(t, bob.PrincipalID, removed[1].SubjectId)
+	revoked := eventsOf(evs, "api_key.revoked")
+	require.Len(t, revoked, 2)
+	require.Equal(t, orgAdmin.KeyID, revoked[0].SubjectId)
+	require.Equal(t, bob.KeyID, revoked[1].SubjectId)
+	require.Equal(t, resp.Header.Get("X-Request-Id"), revoked[0].RequestId.MustGet())
+	require.Equal(t, resp.Header.Get("X-Request-Id"), removed[0].RequestId.MustGet())
+	for _, e := range revoked {
+		require.Equal(t, []string{"revoked_at"}, e.ChangedFields)
+		require.Equal(t, b.admin.PrincipalID, e.ActorId.MustGet())
+	}
+}
+
+// TestLastAdminIsKept: the workspace's only admin member can be neither demoted
+// nor removed, whoever asks; with a second admin, either can go.
+func TestLastAdminIsKept(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	orgOwner := b.member(t, testfactory.MemberOpts{OrganizationRole: auth.OrgOwner, KeyRole: auth.RoleAdmin})
+	self := "/api/v1/members/" + b.admin.PrincipalID
+	for _, token := range []string{b.admin.APIKey, orgOwner.Token} {
+		require.Equal(t, "conflict", errorCode(t, b.do(t, token, http.MethodPatch, self, map[string]any{"role": "editor"}, "If-Match", "*"), http.StatusConflict))
+		require.Equal(t, "conflict", errorCode(t, b.do(t, token, http.MethodDelete, self, nil, "If-Match", "*"), http.StatusConflict))
+	}
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM workspace_member WHERE role = 'admin' AND version = 1"))
+
+	second := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleAdmin})
+	resp := b.do(t, second.Token, http.MethodPatch, self, map[string]any{"role": "viewer"}, "If-Match", "*")
+	require.EqualValues(t, "viewer", decode[client.Member](t, resp, http.StatusOK).Role)
+	// The bootstrap admin is still the organization's owner, so acts as admin anyway.
+	me, err := b.h.Client(t, b.admin.APIKey).GetMeWithResponse(t.Context())
+	require.NoError(t, err)
+	require.EqualValues(t, "admin", me.JSON200.Role)
+	// Now the second admin is the last one.
+	require.Equal(t, "conflict", errorCode(t, b.do(t, b.admin.APIKey, http.MethodDelete, "/api/v1/members/"+second.PrincipalID, nil, "If-Match", "*"), http.StatusConflict))
+}
+
+// TestConcurrentDemotionsKeepAnAdmin: of two admins demoted at once by two
+// callers (organization owners, who stay admins whatever happens), exactly one
+// demotion succeeds; the workspace keeps one admin member.
+func TestConcurrentDemotionsKeepAnAdmin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	x := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleAdmin})
+	owner2 := b.member(t, testfactory.MemberOpts{OrganizationRole: auth.OrgOwner, KeyRole: auth.RoleAdmin})
+	pairs := [][2]string{{b.admin.APIKey, x.PrincipalID}, {owner2.Token, b.admin.PrincipalID}}
+	for _, p := range pairs {
+		require.Equal(t, http.StatusOK, status(t, b.do(t, p[0], http.MethodGet, "/api/v1/me", nil)), "warm the key cache")
+	}
+	release := b.lockWorkspace(t, b.admin.WorkspaceID)
+	codes := make([]int, len(pairs))
+	var wg sync.WaitGroup
+	for i, p := range pairs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = b.send(http.MethodPatch, "/api/v1/members/"+p[1], `{"role": "viewer"}`, "Authorization", "Bearer "+p[0], "If-Match", "*")
+		}()
+	}
+	b.waitLockWaiters(t, len(pairs))
+	release()
+	wg.Wait()
+	require.ElementsMatch(t, []int{http.StatusOK, http.StatusConflict}, codes)
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM workspace_member WHERE workspace_id = $1 AND role = 'admin'", b.admin.WorkspaceID))
+}
+
+// TestMembersOfOtherWorkspacesAreAbsent: a principal of another workspace (even
+// of the same organization) is not a member here: 404, nothing changes.
+func TestMembersOfOtherWorkspacesAreAbsent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := b.otherOrganization(t)
+	created := decode[client.CreatedWorkspace](t, b.do(t, b.admin.APIKey, http.MethodPost, "/api/v1/workspaces", map[string]any{"name": "Second"}), http.StatusCreated)
+	sibling := testfactory.AddMember(t, b.h.App.Pool, b.admin.OrganizationID, created.Workspace.Id, testfactory.MemberOpts{WorkspaceRole: auth.RoleEditor})
+
+	for _, pri := range []string{other.Owner.PrincipalID, sibling.PrincipalID} {
+		for _, hdr := range [][]string{nil, {"If-Match", "*"}, {"If-Match", pri + ":1"}} {
+			resp := b.do(t, b.admin.APIKey, http.MethodPatch, "/api/v1/members/"+pri, map[string]any{"role": "viewer"}, hdr...)
+			require.Equal(t, "not_found", errorCode(t, resp, http.StatusNotFound))
+			resp = b.do(t, b.admin.APIKey, http.MethodDelete, "/api/v1/members/"+pri, nil, hdr...)
+			require.Equal(t, "not_found", errorCode(t, resp, http.StatusNotFound))
+		}
+	}
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM workspace_member WHERE principal_id = $1 AND role = 'admin'", other.Owner.PrincipalID))
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM workspace_member WHERE principal_id = $1 AND role = 'editor'", sibling.PrincipalID))
+}

@@ -1,0 +1,220 @@
+package invitation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/audit"
+	"github.com/svcdev/svc/internal/dbx"
+	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/password"
+)
+
+// AcceptResult is an accepted invitation and the account that accepted it.
+type AcceptResult struct {
+	Invitation  Invitation
+	UserID      string
+	PrincipalID string
+	// AccountCreated reports that accepting created the account (the address
+	// had none), with the password given.
+	AccountCreated bool
+}
+
+// Accept accepts the invitation a token stands for. The token is the credential
+// for the invitation (no API key or session is needed), and Password for the
+// account: a new address gets an account (principal of kind user, named
+// DisplayName or the address, with an argon2id hash of Password); an existing
+// account must give its own password (ErrWrongPassword otherwise), keeps its
+// name, and is refused when disabled. The membership is added unless the principal already has one,
+// whose role then stays as it is. Unknown tokens are ErrNotFound; revoked,
+// expired and accepted invitations are ErrRevoked, ErrExpired and ErrAccepted.
+func (s *Service) Accept(ctx context.Context, in AcceptInput) (AcceptResult, error) {
+	if err := in.Validate(); err != nil {
+		return AcceptResult{}, err
+	}
+	if !wellFormed(in.Token) {
+		return AcceptResult{}, ErrNotFound
+	}
+	hash := hashToken(in.Token)
+	// A first look outside any transaction refuses unknown and spent tokens and a
+	// missing password before paying for argon2id (about 100 ms of CPU), which
+	// must not run while a transaction holds locks.
+	pre, err := s.q.InvitationGetByTokenHash(ctx, s.pool, hash)
+	if err != nil {
+		return AcceptResult{}, notFound(err)
+	}
+	if err := usable(pre.Invitation, pre.Expired); err != nil {
+		return AcceptResult{}, err
+	}
+	if in.Password == "" {
+		return AcceptResult{}, ErrPasswordRequired
+	}
+	var pwHash *string
+	if pre.HasAccount {
+		// An existing account joins only with its own password: the token alone
+		// proves access to the invitation, not to the account.
+		if err := s.verifyAccountPassword(ctx, pre.Invitation.Email, in.Password); err != nil {
+			return AcceptResult{}, err
+		}
+	} else {
+		h, err := password.Hash(in.Password)
+		if err != nil {
+			return AcceptResult{}, fmt.Errorf("hash password: %w", err)
+		}
+		pwHash = &h
+	}
+	res, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (AcceptResult, error) {
+		return s.accept(ctx, tx, hash, in.DisplayName, pwHash)
+	})
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	// The new membership changes what the invitee's keys may do: drop cached lookups.
+	s.forget()
+	return res, nil
+}
+
+// verifyAccountPassword checks pw against the account with the address email.
+func (s *Service) verifyAccountPassword(ctx context.Context, email, pw string) error {
+	user, err := s.q.UserGetByEmail(ctx, s.pool, email)
+	if err != nil {
+		return dbx.Translate(err, "user")
+	}
+	if user.PasswordHash == nil {
+		return ErrWrongPassword
+	}
+	ok, err := password.Verify(pw, *user.PasswordHash)
+	if err != nil || !ok {
+		return ErrWrongPassword
+	}
+	return nil
+}
+
+// accept does the acceptance under the invitation's row lock, re-checking what
+// the first look saw: another acceptance or a revocation may have come between.
+func (s *Service) accept(ctx context.Context, tx pgx.Tx, hash []byte, displayName string, pwHash *string) (AcceptResult, error) {
+	cur, err := s.q.InvitationGetByTokenHashForUpdate(ctx, tx, hash)
+	if err != nil {
+		return AcceptResult{}, notFound(err)
+	}
+	inv := cur.Invitation
+	if err := usable(inv, cur.Expired); err != nil {
+		return AcceptResult{}, err
+	}
+	res := AcceptResult{}
+	var events []audit.Event
+	acct, err := s.q.InvitationAccountGet(ctx, tx, inv.Email)
+	switch {
+	case err == nil:
+		if acct.DisabledAt != nil {
+			return AcceptResult{}, ErrAccountDisabled
+		}
+		res.UserID, res.PrincipalID = acct.ID, acct.PrincipalID
+	case errors.Is(err, pgx.ErrNoRows):
+		if pwHash == nil {
+			// The first look saw an account that is gone now; accounts are never
+			// deleted, so this needs a retry at most.
+			return AcceptResult{}, ErrPasswordRequired
+		}
+		user, err := s.createAccount(ctx, tx, inv.Email, displayName, pwHash)
+		if err != nil {
+			return AcceptResult{}, err
+		}
+		res.UserID, res.PrincipalID, res.AccountCreated = user.ID, user.PrincipalID, true
+		events = append(events, audit.Event{
+			OrganizationID: inv.OrganizationID, ActorID: user.PrincipalID,
+			Action: "user.created", SubjectType: "user", SubjectID: user.ID, Version: &user.Version,
+		})
+	default:
+		return AcceptResult{}, dbx.Translate(err, "user")
+	}
+	joined, err := s.addMembership(ctx, tx, inv, res.PrincipalID)
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	if joined != nil {
+		events = append(events, *joined)
+	}
+	row, err := s.q.InvitationMarkAccepted(ctx, tx, db.InvitationMarkAcceptedParams{ID: inv.ID, PrincipalID: &res.PrincipalID})
+	if err != nil {
+		return AcceptResult{}, dbx.Translate(err, "invitation")
+	}
+	events = append(events, audit.Event{
+		OrganizationID: row.OrganizationID, WorkspaceID: deref(row.WorkspaceID), ActorID: res.PrincipalID,
+		Action: "invitation.accepted", SubjectType: "invitation", SubjectID: row.ID, Version: &row.Version,
+		ChangedFields: []string{"accepted_at", "principal_id"},
+	})
+	for _, e := range events {
+		if err := audit.Record(ctx, tx, e); err != nil {
+			return AcceptResult{}, fmt.Errorf("audit %s: %w", e.Action, err)
+		}
+	}
+	res.Invitation = fromRow(row)
+	return res, nil
+}
+
+// createAccount makes the principal and user account of a new address. A
+// concurrent acceptance of another invitation for the same new address loses
+// on the unique e-mail index and is answered already_exists; retrying succeeds.
+func (s *Service) createAccount(ctx context.Context, tx pgx.Tx, email, displayName string, pwHash *string) (db.UserAccount, error) {
+	if displayName == "" {
+		displayName = email
+	}
+	pri, err := s.q.PrincipalInsert(ctx, tx, db.PrincipalInsertParams{ID: id.New(id.Principal), Kind: "user", DisplayName: displayName})
+	if err != nil {
+		return db.UserAccount{}, dbx.Translate(err, "principal")
+	}
+	user, err := s.q.UserInsert(ctx, tx, db.UserInsertParams{ID: id.New(id.User), PrincipalID: pri.ID, Email: email, PasswordHash: pwHash})
+	if err != nil {
+		return db.UserAccount{}, dbx.Translate(err, "user")
+	}
+	return user, nil
+}
+
+// addMembership grants the invitation's role in its target, unless the
+// principal is a member already: an invitation never changes an existing role
+// (role changes go through the members API with If-Match). It returns the audit
+// event of a new membership, or nil.
+func (s *Service) addMembership(ctx context.Context, tx pgx.Tx, inv db.Invitation, principalID string) (*audit.Event, error) {
+	version := int32(1)
+	if inv.WorkspaceID != nil {
+		n, err := s.q.WorkspaceMemberAddFromInvitation(ctx, tx, db.WorkspaceMemberAddFromInvitationParams{
+			WorkspaceID: *inv.WorkspaceID, PrincipalID: principalID, Role: inv.Role,
+		})
+		if err != nil || n == 0 {
+			return nil, dbx.Translate(err, "workspace member")
+		}
+		return &audit.Event{
+			OrganizationID: inv.OrganizationID, WorkspaceID: *inv.WorkspaceID, ActorID: principalID,
+			Action: "member.created", SubjectType: "member", SubjectID: principalID, Version: &version,
+		}, nil
+	}
+	n, err := s.q.OrganizationMemberAddFromInvitation(ctx, tx, db.OrganizationMemberAddFromInvitationParams{
+		OrganizationID: inv.OrganizationID, PrincipalID: principalID, Role: inv.Role,
+	})
+	if err != nil || n == 0 {
+		return nil, dbx.Translate(err, "organization member")
+	}
+	return &audit.Event{
+		OrganizationID: inv.OrganizationID, ActorID: principalID,
+		Action: "organization_member.created", SubjectType: "organization_member", SubjectID: principalID, Version: &version,
+	}, nil
+}
+
+// usable reports why an invitation cannot be accepted, if it cannot. Acceptance
+// is checked first: a used token is "used" even after it would have expired.
+func usable(inv db.Invitation, expired bool) error {
+	switch {
+	case inv.AcceptedAt != nil:
+		return ErrAccepted
+	case inv.RevokedAt != nil:
+		return ErrRevoked
+	case expired:
+		return ErrExpired
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package invitation
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/svcdev/svc/internal/dbx"
+)
+
+// Preview is what the console shows of an invitation before the invitee
+// accepts it: it lets the page say what is being accepted, and whether the
+// address needs a password (it has no account yet).
+type Preview struct {
+	Email            string
+	Role             string
+	OrganizationName string
+	WorkspaceName    string // "" for an organization invitation
+	InvitedBy        string
+	ExpiresAt        time.Time
+	HasAccount       bool
+}
+
+// Preview returns the invitation a token stands for, with the errors of Accept:
+// ErrNotFound for a malformed or unknown token, ErrAccepted, ErrRevoked or
+// ErrExpired for a spent one.
+func (s *Service) Preview(ctx context.Context, token string) (Preview, error) {
+	if !wellFormed(token) {
+		return Preview{}, ErrNotFound
+	}
+	row, err := s.q.InvitationPreviewByTokenHash(ctx, s.pool, hashToken(token))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Preview{}, ErrNotFound
+	}
+	if err != nil {
+		return Preview{}, dbx.Translate(err, "invitation")
+	}
+	// The same order as Accept: a used token is "accepted" even once expired.
+	switch {
+	case row.AcceptedAt != nil:
+		return Preview{}, ErrAccepted
+	case row.RevokedAt != nil:
+		return Preview{}, ErrRevoked
+	case row.Expired:
+		return Preview{}, ErrExpired
+	}
+	return Preview{
+		Email: row.Email, Role: row.Role, OrganizationName: row.OrganizationName, WorkspaceName: derefString(row.WorkspaceName),
+		InvitedBy: row.InvitedBy, ExpiresAt: row.ExpiresAt, HasAccount: row.HasAccount,
+	}, nil
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

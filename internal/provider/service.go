@@ -1,0 +1,244 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/audit"
+	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/dbx"
+	"github.com/svcdev/svc/internal/endpoint"
+	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/resource"
+)
+
+// ErrSecretUnreadable wraps the key ring's error when a stored secret cannot be
+// opened: its key left the ring, or the ciphertext was altered or moved from
+// another row (the provider id is its associated data).
+var ErrSecretUnreadable = errors.New("provider secret cannot be opened")
+
+// Service manages the providers of the caller's workspace. Each method is one
+// transaction; secrets are sealed with the key ring, bound to the provider id.
+type Service struct {
+	pool   *pgxpool.Pool
+	q      *db.Queries
+	ring   *keyring.Ring
+	reg    *types.Registry
+	policy *endpoint.Policy
+	// endpoints lists the URL members of each type's config, by type id.
+	endpoints map[string][]string
+}
+
+// NewService returns a service over pool that validates against reg and policy
+// and seals with ring.
+func NewService(pool *pgxpool.Pool, ring *keyring.Ring, reg *types.Registry, policy *endpoint.Policy) *Service {
+	s := &Service{pool: pool, q: db.New(), ring: ring, reg: reg, policy: policy, endpoints: map[string][]string{}}
+	for _, k := range types.Kinds {
+		for _, t := range reg.List(k) {
+			s.endpoints[t.ID] = endpointFields(t)
+		}
+	}
+	return s
+}
+
+// Create creates a provider of kind k in the caller's workspace.
+func (s *Service) Create(ctx context.Context, c *auth.Caller, k types.Kind, in CreateInput) (Provider, error) {
+	if err := auth.Require(c, auth.PermWrite); err != nil {
+		return Provider{}, err
+	}
+	if err := validateName(in.Name); err != nil {
+		return Provider{}, err
+	}
+	t, err := s.reg.Resolve(k, in.Type)
+	if err != nil {
+		return Provider{}, err
+	}
+	if err := s.validateConfig(ctx, t, in.Config); err != nil {
+		return Provider{}, err
+	}
+	fields := []string{"type", "name", "config"}
+	switch {
+	case in.Credential != nil:
+		if err := t.ValidateCredential(in.Credential); err != nil {
+			return Provider{}, err
+		}
+		fields = append(fields, "credential")
+	case t.CredentialRequired:
+		return Provider{}, apperr.InvalidField("credential", fmt.Sprintf("is required by the %s type", t.ID))
+	}
+	if in.ExtraHeaders != nil {
+		if k != types.KindModel {
+			return Provider{}, apperr.InvalidField("extra_headers", "only model providers take extra headers")
+		}
+		if err := validateExtraHeaders(in.ExtraHeaders); err != nil {
+			return Provider{}, err
+		}
+		fields = append(fields, "extra_headers")
+	}
+	cfg, err := canonical(in.Config)
+	if err != nil {
+		return Provider{}, err
+	}
+	pid := id.New(id.Provider)
+	cred, err := s.seal(pid, in.Credential)
+	if err != nil {
+		return Provider{}, err
+	}
+	headers, err := s.seal(pid, in.ExtraHeaders)
+	if err != nil {
+		return Provider{}, err
+	}
+	return dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Provider, error) {
+		row, err := s.q.ProviderInsert(ctx, tx, db.ProviderInsertParams{
+			ID: pid, WorkspaceID: c.WorkspaceID, Kind: string(k), Type: t.ID, Name: in.Name, Config: cfg,
+			Credential: cred, ExtraHeaders: headers, ExtraHeaderNames: headerNames(in.ExtraHeaders), CreatedByID: c.PrincipalID,
+		})
+		if err != nil {
+			return Provider{}, dbx.Translate(err, "provider")
+		}
+		if err := s.record(ctx, tx, c, "provider.created", row, fields); err != nil {
+			return Provider{}, err
+		}
+		return providerOf(row)
+	})
+}
+
+// List lists the providers of kind k in the caller's workspace, newest first.
+func (s *Service) List(ctx context.Context, c *auth.Caller, k types.Kind, limit *int, cursor *string) (Page, error) {
+	if err := auth.Require(c, auth.PermRead); err != nil {
+		return Page{}, err
+	}
+	after, err := resource.AfterID(cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	n := resource.Limit(limit)
+	rows, err := s.q.ProviderList(ctx, s.pool, db.ProviderListParams{WorkspaceID: c.WorkspaceID, Kind: string(k), AfterID: after, PageLimit: int32(n)})
+	if err != nil {
+		return Page{}, dbx.Translate(err, "provider")
+	}
+	out := Page{Items: make([]Provider, 0, len(rows))}
+	for _, r := range rows {
+		p, err := providerOf(r)
+		if err != nil {
+			return Page{}, err
+		}
+		out.Items = append(out.Items, p)
+	}
+	if len(rows) > 0 {
+		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
+	}
+	return out, nil
+}
+
+// Get reads a provider of kind k in the caller's workspace; an id of another
+// workspace or kind is not found.
+func (s *Service) Get(ctx context.Context, c *auth.Caller, k types.Kind, providerID string) (Provider, error) {
+	if err := auth.Require(c, auth.PermRead); err != nil {
+		return Provider{}, err
+	}
+	row, err := s.q.ProviderGet(ctx, s.pool, db.ProviderGetParams{WorkspaceID: c.WorkspaceID, Kind: string(k), ID: providerID})
+	if err != nil {
+		return Provider{}, dbx.Translate(err, "provider")
+	}
+	return providerOf(row)
+}
+
+// Secrets are a provider's opened credential and extra headers, for the code
+// that calls the vendor. Never put them in a view, a log or an error.
+type Secrets struct {
+	Credential   map[string]any    // nil when none is stored
+	ExtraHeaders map[string]string // nil when none are stored
+}
+
+// OpenSecrets opens the stored secrets of a provider of kind k in the caller's
+// workspace. A secret that cannot be opened fails with an error wrapping
+// ErrSecretUnreadable and the key ring's reason; it never yields garbage.
+func (s *Service) OpenSecrets(ctx context.Context, c *auth.Caller, k types.Kind, providerID string) (Secrets, error) {
+	if err := auth.Require(c, auth.PermRun); err != nil {
+		return Secrets{}, err
+	}
+	row, err := s.q.ProviderGet(ctx, s.pool, db.ProviderGetParams{WorkspaceID: c.WorkspaceID, Kind: string(k), ID: providerID})
+	if err != nil {
+		return Secrets{}, dbx.Translate(err, "provider")
+	}
+	var out Secrets
+	if err := s.open(row.ID, row.Credential, &out.Credential); err != nil {
+		return Secrets{}, err
+	}
+	if err := s.open(row.ID, row.ExtraHeaders, &out.ExtraHeaders); err != nil {
+		return Secrets{}, err
+	}
+	return out, nil
+}
+
+// seal encodes v as JSON and seals it bound to the provider id; a nil map
+// seals to nil (nothing stored).
+func (s *Service) seal(providerID string, v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode provider secret: %w", err)
+	}
+	if bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	return s.ring.Seal(raw, []byte(providerID))
+}
+
+// open opens a sealed secret of the provider into out; nil sealed leaves out
+// untouched.
+func (s *Service) open(providerID string, sealed []byte, out any) error {
+	if sealed == nil {
+		return nil
+	}
+	raw, err := s.ring.Open(sealed, []byte(providerID))
+	if err != nil {
+		return fmt.Errorf("%w: provider %s: %w", ErrSecretUnreadable, providerID, err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%w: provider %s: not a JSON object", ErrSecretUnreadable, providerID)
+	}
+	return nil
+}
+
+// record writes the audit event of a change to row.
+func (s *Service) record(ctx context.Context, tx pgx.Tx, c *auth.Caller, action string, row db.Provider, fields []string) error {
+	err := audit.Record(ctx, tx, audit.Event{
+		OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
+		Action: action, SubjectType: row.Kind + "_provider", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
+	})
+	return dbx.Translate(err, "audit event")
+}
+
+// canonical encodes a config as JSON with sorted keys; nil is the empty object.
+func canonical(cfg map[string]any) ([]byte, error) {
+	if cfg == nil {
+		return []byte("{}"), nil
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, apperr.InvalidField("config", "must be a JSON object")
+	}
+	return raw, nil
+}
+
+// headerNames lists the names of extra headers for the clear column.
+func headerNames(h map[string]string) []string {
+	out := make([]string, 0, len(h))
+	for name := range h {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,27 @@
+package types
+
+// docker is a Docker Engine (or compatible) the deployment can reach: the
+// container-engine type. Probe: GET /_ping on the engine; nothing is created.
+func docker() Type {
+	tls := object(props{
+		"tls_ca":   secret("CA certificate (PEM) that signed the engine's certificate."),
+		"tls_cert": secret("Client certificate (PEM)."),
+		"tls_key":  secret("Client private key (PEM)."),
+	})
+	tls.doc["dependentRequired"] = map[string]any{"tls_cert": []string{"tls_key"}, "tls_key": []string{"tls_cert"}}
+	return envType("docker", "Docker", object(props{
+		"host":        withDefault(pattern("Engine address: unix:///path, tcp://host:port or ssh://user@host.", `^(unix|tcp|ssh|npipe)://.+`), "unix:///var/run/docker.sock"),
+		"api_version": pattern("Engine API version to pin, e.g. 1.47; negotiated when left out.", `^1\.[0-9]{1,3}$`),
+		"network":     str("Network the containers join; none when left out."),
+	}), tls, false, "https://docs.docker.com/engine/security/protect-access/", ProbeEnginePing, Environment{
+		Schema: object(props{
+			"image":           image("Container image, e.g. python:3.13-slim."),
+			"cpu":             number("CPUs (fractions allowed).", 0.1, 256),
+			"memory_mb":       memoryMB(64, 1048576),
+			"workdir":         str("Working directory inside the container."),
+			"user":            str("User (name or uid[:gid]) the commands run as."),
+			"timeout_seconds": timeoutSeconds(604800, 3600),
+		}, "image"),
+		ManagedInstances: true, Stop: true, Destroy: true,
+	})
+}

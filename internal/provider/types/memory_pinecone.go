@@ -1,0 +1,17 @@
+package types
+
+// pinecone is a Pinecone index; each memory is a namespace in it. Probe: list
+// one page of vector ids in a namespace no memory uses (GET
+// {index_host}/vectors/list).
+func pinecone() Type {
+	return Type{
+		ID: "pinecone", DisplayName: "Pinecone", Kind: KindMemory,
+		Config: object(props{
+			"index_host": url("Host of the index, e.g. https://my-index-abc123.svc.aped-4627-b74a.pinecone.io.", ""),
+		}, "index_host"),
+		Credential:         apiKey("API key, sent as Api-Key."),
+		CredentialRequired: true,
+		SetupURL:           "https://app.pinecone.io/organizations/-/projects",
+		Probe:              ProbeNamespacePage,
+	}
+}

@@ -1,0 +1,164 @@
+package rekey_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/rekey"
+	"github.com/svcdev/svc/internal/testdb"
+	"github.com/svcdev/svc/internal/testfactory"
+)
+
+// stored is a sealed value the test put in the database.
+type stored struct {
+	column string
+	table  string
+	col    string
+	id     string
+	aad    []byte
+	plain  []byte
+}
+
+func newRing(t *testing.T) (string, *keyring.Ring) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "keyring.json")
+	require.NoError(t, keyring.Generate(path))
+	r, err := keyring.Load(path)
+	require.NoError(t, err)
+	return path, r
+}
+
+func seal(t *testing.T, r *keyring.Ring, plain, aad []byte) []byte {
+	t.Helper()
+	s, err := r.Seal(plain, aad)
+	require.NoError(t, err)
+	return s
+}
+
+func read(t *testing.T, pool *pgxpool.Pool, v stored) []byte {
+	t.Helper()
+	var b []byte
+	require.NoError(t, pool.QueryRow(context.Background(),
+		fmt.Sprintf("SELECT %s FROM %s WHERE id = $1", v.col, v.table), v.id).Scan(&b))
+	return b
+}
+
+func TestResealEndToEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	admin := testfactory.Bootstrap(t, pool)
+	path, old := newRing(t)
+	_, lost := newRing(t) // a key that will never be in the ring
+
+	var values []stored
+	// Providers: credentials (aad = provider id) and a model provider's extra headers.
+	for i := range 5 {
+		pid := id.New(id.Provider)
+		cred := []byte(fmt.Sprintf(`{"api_key":"sk-%d"}`, i))
+		hdrs := []byte(fmt.Sprintf(`{"X-Org":"o%d"}`, i))
+		_, err := pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, credential, extra_headers, extra_header_names, created_by_id, updated_by_id)
+VALUES ($1, $2, 'model', 'openai', $3, $4, $5, '{X-Org}', $6, $6)`,
+			pid, admin.WorkspaceID, fmt.Sprintf("p%d", i), seal(t, old, cred, []byte(pid)), seal(t, old, hdrs, []byte(pid)), admin.PrincipalID)
+		require.NoError(t, err)
+		values = append(values,
+			stored{rekey.ProviderCredential, "provider", "credential", pid, []byte(pid), cred},
+			stored{rekey.ProviderExtraHeaders, "provider", "extra_headers", pid, []byte(pid), hdrs})
+	}
+	// Outbox identity mails: an invitation's and a password reset's.
+	for _, p := range []struct{ field, prefix string }{{"invitation_id", id.Invitation}, {"mail_link_id", id.MailLink}} {
+		did, ref := id.New(id.Delivery), id.New(p.prefix)
+		aad := []byte("identity_mail:" + ref)
+		plain := []byte(`{"url":"https://example.com/t?token=` + ref + `"}`)
+		payload, err := json.Marshal(map[string]string{"template": "x", p.field: ref})
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO outbox (id, kind, payload, sealed) VALUES ($1, 'identity_mail', $2, $3)`, did, payload, seal(t, old, plain, aad))
+		require.NoError(t, err)
+		values = append(values, stored{rekey.OutboxSealed, "outbox", "sealed", did, aad, plain})
+	}
+	// A completed idempotency record (aad = record id).
+	rid := id.New("idk")
+	resp := []byte(`{"status":201,"body":"token"}`)
+	_, err := pool.Exec(ctx, `INSERT INTO idempotency_key (id, workspace_id, principal_id, method, route, key_hash, fingerprint, state, status, response, expires_at)
+VALUES ($1, $2, $3, 'POST', '/x', '\x01', '\x02', 'completed', 201, $4, now() + interval '1 day')`, rid, admin.WorkspaceID, admin.PrincipalID, seal(t, old, resp, []byte(rid)))
+	require.NoError(t, err)
+	values = append(values, stored{rekey.IdempotencyResponse, "idempotency_key", "response", rid, []byte(rid), resp})
+
+	// A credential sealed under a key that is not in the ring.
+	lostID := id.New(id.Provider)
+	lostSealed := seal(t, lost, []byte(`{"api_key":"gone"}`), []byte(lostID))
+	_, err = pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, credential, created_by_id, updated_by_id)
+VALUES ($1, $2, 'web', 'search', 'lost', $3, $4, $4)`, lostID, admin.WorkspaceID, lostSealed, admin.PrincipalID)
+	require.NoError(t, err)
+
+	// Nothing to do while the old key is primary, except report the lost value.
+	res, err := rekey.Run(ctx, pool, old, 2)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{rekey.ProviderCredential: 0, rekey.ProviderExtraHeaders: 0, rekey.OutboxSealed: 0, rekey.IdempotencyResponse: 0}, res.Resealed)
+	require.Len(t, res.Unreadable, 1)
+
+	// Rotate: add, promote, reseal in batches of 2.
+	newID, err := keyring.AddKey(path)
+	require.NoError(t, err)
+	require.NoError(t, keyring.Promote(path, newID))
+	ring, err := keyring.Load(path)
+	require.NoError(t, err)
+	res, err = rekey.Run(ctx, pool, ring, 2)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{rekey.ProviderCredential: 5, rekey.ProviderExtraHeaders: 5, rekey.OutboxSealed: 2, rekey.IdempotencyResponse: 1}, res.Resealed)
+	require.Equal(t, []rekey.Unreadable{{Column: rekey.ProviderCredential, ID: lostID, Reason: res.Unreadable[0].Reason}}, res.Unreadable)
+	require.Contains(t, res.Unreadable[0].Reason, "unknown key")
+
+	for _, v := range values {
+		b := read(t, pool, v)
+		kid, err := keyring.SealedKeyID(b)
+		require.NoError(t, err)
+		require.Equal(t, newID, kid, "%s %s", v.column, v.id)
+		plain, err := ring.Open(b, v.aad)
+		require.NoError(t, err, "%s %s", v.column, v.id)
+		require.Equal(t, v.plain, plain)
+	}
+	// The lost value is left exactly as it was.
+	require.True(t, bytes.Equal(lostSealed, read(t, pool, stored{table: "provider", col: "credential", id: lostID})))
+
+	// A second run re-seals nothing and changes nothing.
+	before := map[string][]byte{}
+	for _, v := range values {
+		before[v.column+v.id] = read(t, pool, v)
+	}
+	res, err = rekey.Run(ctx, pool, ring, 500)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{rekey.ProviderCredential: 0, rekey.ProviderExtraHeaders: 0, rekey.OutboxSealed: 0, rekey.IdempotencyResponse: 0}, res.Resealed)
+	require.Len(t, res.Unreadable, 1)
+	for _, v := range values {
+		require.Equal(t, before[v.column+v.id], read(t, pool, v))
+	}
+}
+
+func TestResealReportsUnknownContext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	_, old := newRing(t)
+	_, ring := newRing(t)
+	// A sealed webhook delivery: no known sealing context, so it is reported, not touched.
+	did := id.New(id.Delivery)
+	sealed := seal(t, old, []byte("x"), []byte(did))
+	_, err := pool.Exec(ctx, `INSERT INTO outbox (id, kind, payload, sealed) VALUES ($1, 'webhook', '{}', $2)`, did, sealed)
+	require.NoError(t, err)
+	res, err := rekey.Run(ctx, pool, ring, 0)
+	require.NoError(t, err)
+	require.Len(t, res.Unreadable, 1)
+	require.Equal(t, did, res.Unreadable[0].ID)
+	require.Contains(t, res.Unreadable[0].Reason, "webhook")
+	require.Equal(t, 0, res.Resealed[rekey.OutboxSealed])
+}

@@ -1,0 +1,77 @@
+// Package resource holds the conventions every versioned resource shares: ETags
+// and If-Match preconditions, and keyset pagination cursors.
+package resource
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/svcdev/svc/internal/apperr"
+)
+
+// ETag is the quoted entity tag of a resource version: "<id>:<version>".
+func ETag(id string, version int32) string {
+	return `"` + id + ":" + strconv.FormatInt(int64(version), 10) + `"`
+}
+
+// CheckIfMatch enforces a change's precondition: a missing If-Match is 428, one
+// that names another version is 412. It accepts the quoted or the bare form, a
+// list of tags, and `*`. The caller compares against the row it holds locked, so
+// the check and the write cannot be separated by another writer.
+func CheckIfMatch(ifMatch *string, id string, version int32) error {
+	if ifMatch == nil || strings.TrimSpace(*ifMatch) == "" {
+		return apperr.New(apperr.KindPreconditionRequired, "this change needs an If-Match header with the resource's ETag")
+	}
+	want := id + ":" + strconv.FormatInt(int64(version), 10)
+	for _, tag := range strings.Split(*ifMatch, ",") {
+		tag = strings.TrimSpace(tag)
+		tag = strings.TrimPrefix(tag, "W/")
+		if tag == "*" || strings.Trim(tag, `"`) == want {
+			return nil
+		}
+	}
+	return apperr.New(apperr.KindPreconditionFailed, "the resource changed since it was read (stale If-Match)")
+}
+
+// Page limits (DESIGN.md, HTTP conventions).
+const (
+	DefaultLimit = 50
+	MaxLimit     = 200
+)
+
+// Limit returns the page size from an optional query value.
+func Limit(limit *int) int {
+	if limit == nil {
+		return DefaultLimit
+	}
+	return min(max(*limit, 1), MaxLimit)
+}
+
+// Cursor encodes the id of the last item of a page; the next page starts after it.
+func Cursor(lastID string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(lastID))
+}
+
+// AfterID decodes a cursor. An absent cursor starts at the newest item; the
+// returned value then sorts after every id.
+func AfterID(cursor *string) (string, error) {
+	if cursor == nil || *cursor == "" {
+		return "\uffff", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(*cursor)
+	if err != nil || len(b) == 0 || len(b) > 100 {
+		return "", apperr.InvalidField("cursor", "not a cursor from a previous page")
+	}
+	return string(b), nil
+}
+
+// NextCursor returns the cursor for the page after items, or nil when the page
+// was not full (there is nothing after it).
+func NextCursor(n, limit int, lastID string) *string {
+	if n < limit {
+		return nil
+	}
+	c := Cursor(lastID)
+	return &c
+}

@@ -1,0 +1,392 @@
+#!/usr/bin/env bash
+# Private PostgreSQL and Redis servers for development and tests.
+#
+#   scripts/services.sh start   start both (idempotent), installing them if missing
+#   scripts/services.sh stop    stop both; servers that are not running are ignored
+#   scripts/services.sh env     print shell exports for the test and dev URLs
+#                               (use: eval "$(scripts/services.sh env)")
+#
+# Settings (environment):
+#   SVCDEV_DIR      state directory            (default: <repo>/.dev)
+#   SVCDEV_PG_PORT      PostgreSQL port            (default: 55432)
+#   SVCDEV_REDIS_PORT   Redis port                 (default: 56379)
+#   SVCDEV_WAIT_SECONDS how long to wait for start (default: 60)
+#
+# The servers listen on 127.0.0.1 only, on non-default ports, with their own
+# data directories, so a system PostgreSQL (5432) or Redis (6379) on the same
+# machine is never touched. Works as root without systemd (CI: Debian 12, a
+# clean clone, CI=true, no stdin): initdb and the server then run as the
+# `postgres` user. Messages go to stderr; a successful run prints one line per
+# server it started and nothing else.
+set -euo pipefail
+
+log() { printf 'services: %s\n' "$*" >&2; }
+die() {
+	log "$*"
+	exit 1
+}
+
+REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
+DEV=${SVCDEV_DIR:-$REPO/.dev}
+[[ $DEV == /* ]] || DEV=$PWD/$DEV
+PG_PORT=${SVCDEV_PG_PORT:-55432}
+REDIS_PORT=${SVCDEV_REDIS_PORT:-56379}
+WAIT_SECONDS=${SVCDEV_WAIT_SECONDS:-60}
+
+for v in PG_PORT REDIS_PORT WAIT_SECONDS; do
+	[[ ${!v} =~ ^[0-9]+$ ]] && ((${!v} > 0 && ${!v} < 65536)) || die "$v must be a number from 1 to 65535, got '${!v}'"
+done
+
+# Our psql calls pass every connection setting explicitly; make sure nothing
+# in the caller's libpq environment (service files, options, passwords) applies.
+unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGPASSWORD PGPASSFILE \
+	PGSERVICE PGSERVICEFILE PGOPTIONS PGSSLMODE PGCLUSTER PGDATA
+
+IS_ROOT=0
+[[ $(id -u) -eq 0 ]] && IS_ROOT=1
+
+# ---------------------------------------------------------------------------
+# Installation
+
+APT_UPDATED=0
+
+# apt_install PKG... installs Debian packages quietly; the output goes to a
+# log that is shown only on failure. `apt-get update` runs at most once.
+apt_install() {
+	local sudo=()
+	if ((!IS_ROOT)); then
+		command -v sudo >/dev/null 2>&1 || die "$* not installed; run as root or install: apt-get install $*"
+		sudo=(sudo)
+	fi
+	local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300)
+	local out="$DEV/apt.log"
+	log "installing $* (apt-get; log: $out)"
+	if ((!APT_UPDATED)); then
+		"${apt[@]}" update </dev/null >"$out" 2>&1 || {
+			tail -n 20 "$out" >&2
+			die "apt-get update failed"
+		}
+		APT_UPDATED=1
+	fi
+	"${apt[@]}" install -y --no-install-recommends "$@" </dev/null >>"$out" 2>&1 || {
+		tail -n 20 "$out" >&2
+		die "apt-get install $* failed"
+	}
+}
+
+# find_pg_bin [VERSION] prints the bin directory of a full PostgreSQL server
+# install: the requested major version, else the newest. A client-only install
+# (postgresql-client-NN) also creates /usr/lib/postgresql/NN/bin but has no
+# initdb, so only directories with the server tools count.
+find_pg_bin() {
+	local want=${1:-} d
+	if [[ -n $want ]]; then
+		d=/usr/lib/postgresql/$want/bin
+		[[ -x $d/initdb && -x $d/pg_ctl && -x $d/postgres ]] && printf '%s\n' "$d"
+		return 0
+	fi
+	local dirs=()
+	# The glob stays literal when nothing matches; the -x tests filter that out.
+	mapfile -t dirs < <(printf '%s\n' /usr/lib/postgresql/*/bin | sort -Vr)
+	for d in "${dirs[@]}"; do
+		if [[ -x $d/initdb && -x $d/pg_ctl && -x $d/postgres ]]; then
+			printf '%s\n' "$d"
+			return 0
+		fi
+	done
+}
+
+ensure_installed() {
+	[[ -n $(find_pg_bin) ]] || apt_install postgresql
+	[[ -n $(find_pg_bin) ]] || die "no PostgreSQL server under /usr/lib/postgresql/*/bin after installing"
+	local need=()
+	command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+	command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+	((${#need[@]} == 0)) || apt_install "${need[@]}"
+	command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 ||
+		die "redis-server or redis-cli still missing after installing"
+}
+
+# ---------------------------------------------------------------------------
+# PostgreSQL
+
+# as_postgres runs a command as the postgres user when we are root (initdb
+# and postgres refuse to run as root). It starts from / so a cwd the postgres
+# user cannot read (e.g. /root) gives no warnings.
+as_postgres() {
+	if ((IS_ROOT)); then
+		(cd / && runuser -u postgres -- "$@")
+	else
+		"$@"
+	fi
+}
+
+# fallback_dir is where the data directory goes when the postgres user cannot
+# reach $DEV (e.g. a clone under /root). One per $DEV, so clones do not collide.
+fallback_dir() {
+	printf '/tmp/svc-dev-%s\n' "$(printf '%s' "$DEV" | cksum | cut -d' ' -f1)"
+}
+
+# choose_pg_data sets PG_DATA (and PG_NOTE when it had to move). As root the
+# data directory must be owned by postgres and every parent directory must be
+# searchable by postgres.
+choose_pg_data() {
+	PG_DATA=$DEV/pg
+	PG_NOTE=
+	((IS_ROOT)) || return 0
+	id postgres >/dev/null 2>&1 || die "user 'postgres' does not exist (is the postgresql package installed?)"
+	as_postgres test -x "$DEV" && return 0
+
+	local fb
+	fb=$(fallback_dir)
+	mkdir -p "$fb"
+	# /tmp is shared: use the directory only if it is really ours.
+	[[ ! -L $fb && -O $fb ]] || die "$fb exists and is not owned by $(id -un); remove it or set SVCDEV_DIR"
+	chmod 755 "$fb"
+	PG_DATA=$fb/pg
+	PG_NOTE=" (user postgres cannot reach $DEV, so the data is in $PG_DATA)"
+}
+
+pg_ready() {
+	# -U/-d: without them the probe logs "role root does not exist" in the server log.
+	"$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -t 3 >/dev/null 2>&1
+}
+
+pg_running() {
+	[[ -f $PG_DATA/PG_VERSION ]] && as_postgres "$PGBIN/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1
+}
+
+# init_pg creates the cluster once. initdb writes into a temporary sibling that
+# is renamed into place, so an interrupted initdb never leaves a half-made
+# data directory behind.
+init_pg() {
+	[[ -f $PG_DATA/PG_VERSION ]] && return 0
+	if [[ -e $PG_DATA ]]; then
+		rmdir "$PG_DATA" 2>/dev/null || die "$PG_DATA exists but is not a PostgreSQL data directory; remove it"
+	fi
+	local tmp=$PG_DATA.initdb-tmp out # fixed name: we hold the lock
+	out=$(dirname "$PG_DATA")/initdb.log
+	rm -rf "$tmp"
+	mkdir -m 700 "$tmp"
+	((IS_ROOT)) && chown postgres:postgres "$tmp"
+	# --no-sync: a crash during setup is handled by starting over.
+	if ! as_postgres "$PGBIN/initdb" -D "$tmp" -A trust -U postgres -E UTF8 --locale=C.UTF-8 --no-sync >"$out" 2>&1; then
+		tail -n 20 "$out" >&2
+		rm -rf "$tmp"
+		die "initdb failed (log: $out)"
+	fi
+	printf "\ninclude_if_exists = 'svc.conf'\n" >>"$tmp/postgresql.conf"
+	mv "$tmp" "$PG_DATA"
+}
+
+# write_pg_conf (re)writes the settings this script owns, before every start.
+write_pg_conf() {
+	local sockdir=$PG_DATA
+	# A Unix socket path must fit in 107 bytes; a deep checkout may not. Every
+	# client here uses TCP, so then simply go without a socket.
+	((${#sockdir} + 20 < 107)) || sockdir=
+	sockdir=${sockdir//\'/\'\'} # quoted for postgresql.conf
+	cat >"$PG_DATA/svc.conf" <<EOF
+# Written by scripts/services.sh before every start: edit the script instead.
+# This cluster is for development and tests only. fsync, synchronous_commit and
+# full_page_writes are off for speed, so a machine crash can lose or corrupt
+# its data. Never use these settings for data you want to keep.
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$sockdir'
+max_connections = 300
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+EOF
+	if ((IS_ROOT)); then chown postgres:postgres "$PG_DATA/svc.conf"; fi
+}
+
+start_pg() {
+	choose_pg_data
+	# A cluster made by another major version needs that version's binaries.
+	if [[ -f $PG_DATA/PG_VERSION ]]; then
+		local v
+		v=$(<"$PG_DATA/PG_VERSION")
+		PGBIN=$(find_pg_bin "$v")
+		[[ -n $PGBIN ]] || die "$PG_DATA was made by PostgreSQL $v, which is not installed; install postgresql-$v or remove $PG_DATA"
+		if ((IS_ROOT)) && [[ $(stat -c %U "$PG_DATA") != postgres ]]; then
+			die "$PG_DATA is owned by $(stat -c %U "$PG_DATA"), not postgres; remove it to start over"
+		fi
+	fi
+	if pg_running; then
+		pg_ready && return 0
+		die "PostgreSQL from $PG_DATA is running but not answering on 127.0.0.1:$PG_PORT (another SVCDEV_PG_PORT?); run: scripts/services.sh stop"
+	fi
+	if pg_ready; then
+		log "postgres: something else already answers on 127.0.0.1:$PG_PORT; using it"
+		return 0
+	fi
+	port_open "$PG_PORT" && die "127.0.0.1:$PG_PORT is in use by something that is not PostgreSQL; set SVCDEV_PG_PORT"
+
+	mkdir -p "$(dirname "$PG_DATA")"
+	init_pg
+	write_pg_conf
+	local out
+	if ! out=$(as_postgres "$PGBIN/pg_ctl" -D "$PG_DATA" -l "$PG_DATA/server.log" -w -t "$WAIT_SECONDS" start 2>&1); then
+		printf '%s\n' "$out" | sed 's/^/    /' >&2
+		show_log_tail "$PG_DATA/server.log"
+		die "PostgreSQL failed to start"
+	fi
+	wait_for "PostgreSQL on 127.0.0.1:$PG_PORT" "$PG_DATA/server.log" pg_ready
+	log "postgres $(<"$PG_DATA/PG_VERSION") started on 127.0.0.1:$PG_PORT$PG_NOTE"
+}
+
+psql_q() {
+	"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres "$@"
+}
+
+ensure_db() {
+	local exists
+	exists=$(psql_q -tAc "SELECT 1 FROM pg_database WHERE datname='svc'")
+	[[ $exists == 1 ]] && return 0
+	# A concurrent creator (another clone sharing the port) may win the race.
+	psql_q -c 'CREATE DATABASE svc' >/dev/null 2>&1 ||
+		[[ $(psql_q -tAc "SELECT 1 FROM pg_database WHERE datname='svc'") == 1 ]] ||
+		die "could not create database svc"
+}
+
+stop_pg() {
+	PGBIN=$(find_pg_bin)
+	[[ -n $PGBIN ]] || return 0
+	local d v
+	# Try both possible places, so stop works whichever one start chose.
+	for d in "$DEV/pg" "$(fallback_dir)/pg"; do
+		[[ -f $d/PG_VERSION ]] || continue
+		v=$(<"$d/PG_VERSION")
+		PGBIN=$(find_pg_bin "$v")
+		[[ -n $PGBIN ]] || continue
+		as_postgres "$PGBIN/pg_ctl" -D "$d" status >/dev/null 2>&1 || continue
+		as_postgres "$PGBIN/pg_ctl" -D "$d" -m fast -w -t "$WAIT_SECONDS" stop >/dev/null ||
+			die "could not stop PostgreSQL in $d"
+		log "postgres stopped ($d)"
+	done
+}
+
+# ---------------------------------------------------------------------------
+# Redis
+
+REDIS_DIR=$DEV/redis
+
+redis_cli() {
+	# timeout: a non-Redis listener on the port must not hang us.
+	timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"
+}
+
+redis_ping() {
+	[[ $(redis_cli ping 2>/dev/null) == PONG ]]
+}
+
+start_redis() {
+	redis_ping && return 0
+	# redis-server reports a busy port only in its log, after daemonizing;
+	# catch the common case here instead of waiting for the timeout.
+	port_open "$REDIS_PORT" && die "127.0.0.1:$REDIS_PORT is in use by something that does not answer Redis PING; set SVCDEV_REDIS_PORT"
+	mkdir -p "$REDIS_DIR"
+	redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" \
+		--save "" --appendonly no --dir "$REDIS_DIR" \
+		--logfile "$REDIS_DIR/redis.log" --pidfile "$REDIS_DIR/redis.pid" >/dev/null ||
+		die "redis-server failed to start (log: $REDIS_DIR/redis.log)"
+	wait_for "Redis on 127.0.0.1:$REDIS_PORT" "$REDIS_DIR/redis.log" redis_ping
+	log "redis started on 127.0.0.1:$REDIS_PORT"
+}
+
+stop_redis() {
+	command -v redis-cli >/dev/null 2>&1 && redis_ping || return 0
+	# Only shut down the server this directory started: a Redis that another
+	# clone (or anything else) runs on the same port is left alone.
+	local ours theirs
+	ours=$(cat "$REDIS_DIR/redis.pid" 2>/dev/null || true)
+	theirs=$(redis_cli info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')
+	if [[ -z $ours || $ours != "$theirs" ]]; then
+		log "redis on 127.0.0.1:$REDIS_PORT was not started from $DEV; leaving it running"
+		return 0
+	fi
+	redis_cli shutdown nosave >/dev/null 2>&1 || true
+	wait_for "Redis shutdown" "$REDIS_DIR/redis.log" redis_down
+	log "redis stopped"
+}
+
+redis_down() { ! redis_ping; }
+
+# port_open PORT reports whether something accepts TCP connections on it.
+port_open() {
+	timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
+}
+
+# ---------------------------------------------------------------------------
+
+# wait_for WHAT LOG CMD... polls CMD until it succeeds, for at most
+# $WAIT_SECONDS, and fails with the tail of LOG.
+wait_for() {
+	local what=$1 logfile=$2
+	shift 2
+	local deadline=$((SECONDS + WAIT_SECONDS))
+	until "$@"; do
+		if ((SECONDS >= deadline)); then
+			show_log_tail "$logfile"
+			die "$what: not ready after ${WAIT_SECONDS}s"
+		fi
+		sleep 0.2
+	done
+}
+
+show_log_tail() {
+	[[ -r $1 ]] || return 0
+	log "last lines of $1:"
+	tail -n 20 "$1" | sed 's/^/    /' >&2
+}
+
+# with_lock re-runs this script under an exclusive lock, so parallel
+# `make test` runs do not race on installing, initdb or starting. flock -o
+# keeps the lock in the flock process only: the servers started here (and any
+# that apt's postinst starts) must not inherit the lock descriptor, or they
+# would hold the lock for as long as they run.
+with_lock() {
+	[[ -n ${SVC_SERVICES_LOCKED:-} ]] && return 0
+	[[ -d $DEV ]] || mkdir -p -m 755 "$DEV"
+	local rc=0
+	SVC_SERVICES_LOCKED=1 flock -o -E 200 -w "$((WAIT_SECONDS * 5))" "$DEV/.services.lock" \
+		"$BASH" "${BASH_SOURCE[0]}" "$@" || rc=$?
+	((rc != 200)) || die "timed out waiting for another services.sh (lock $DEV/.services.lock)"
+	exit "$rc"
+}
+
+print_env() {
+	local pg=postgres://postgres@127.0.0.1:$PG_PORT redis=redis://127.0.0.1:$REDIS_PORT/0
+	# Quoted because '?' is a glob character for the shell that evals this.
+	cat <<EOF
+export TEST_DATABASE_URL='$pg/postgres?sslmode=disable'
+export TEST_REDIS_URL='$redis'
+export SVCDEV_DATABASE_URL='$pg/svc?sslmode=disable'
+export SVCDEV_REDIS_URL='$redis'
+EOF
+}
+
+case ${1:-} in
+start)
+	with_lock "$@"
+	ensure_installed
+	PGBIN=$(find_pg_bin)
+	start_pg
+	start_redis
+	ensure_db
+	;;
+stop)
+	with_lock "$@"
+	stop_pg
+	stop_redis
+	;;
+env)
+	print_env
+	;;
+*)
+	printf 'usage: %s start|stop|env\n' "$0" >&2
+	exit 2
+	;;
+esac

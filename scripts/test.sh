@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every test with the race detector against real servers: starts the private
+# PostgreSQL and Redis (installing them if missing) and installs Chromium for the
+# API-page browser test. Extra arguments go to `go test` (default ./...).
+set -euo pipefail
+cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
+
+command -v go >/dev/null || { echo "test: Go is required (https://go.dev/dl/)" >&2; exit 1; }
+scripts/services.sh start
+eval "$(scripts/services.sh env)"
+export TEST_DATABASE_URL TEST_REDIS_URL
+if [[ ${SVCDEV_SKIP_BROWSER_TESTS:-} != 1 ]]; then
+	scripts/install-chromium.sh
+fi
+
+# No SVC_ configuration from the caller's shell may leak into the tests.
+while IFS= read -r var; do unset "$var"; done < <(env | sed -n 's/^\(SVC_[A-Z0-9_]*\)=.*/\1/p')
+
+if (($# == 0)); then set -- ./...; fi
+exec go test -race -count=1 -timeout 15m "$@"
