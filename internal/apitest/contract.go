@@ -79,29 +79,38 @@ func newChecker(t testing.TB) *checker {
 }
 
 // Transport wraps base so that every response is checked against the contract.
-func (c *checker) Transport(base http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		resp, err := base.RoundTrip(req)
-		if err != nil {
-			return resp, err
-		}
-		body, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		if problems := c.check(req, resp, body); len(problems) > 0 {
-			c.t.Errorf("contract violation: %s %s -> %d:\n  %s\n  body: %.300s", req.Method, req.URL.Path, resp.StatusCode,
-				joinLines(problems), body)
-		}
-		return resp, nil
-	})
+func (c *checker) Transport(base *http.Transport) http.RoundTripper {
+	return &checkingTransport{base: base, checker: c}
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
+// checkingTransport checks every response against the contract.
+type checkingTransport struct {
+	base    *http.Transport
+	checker *checker
+}
 
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+// RoundTrip implements http.RoundTripper.
+func (t *checkingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if problems := t.checker.check(req, resp, body); len(problems) > 0 {
+		t.checker.t.Errorf("contract violation: %s %s -> %d:\n  %s\n  body: %.300s", req.Method, req.URL.Path, resp.StatusCode,
+			joinLines(problems), body)
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections closes the base transport's idle connections, so that
+// http.Client.CloseIdleConnections reaches them.
+func (t *checkingTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }
 
 // check returns every way resp departs from the contract.
 func (c *checker) check(req *http.Request, resp *http.Response, body []byte) []string {

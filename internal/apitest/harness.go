@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,15 +110,21 @@ func Start(t testing.TB, opts Options) *Harness {
 		_ = a.Shutdown()
 		t.Fatalf("start process: %v\nlogs:\n%s", err, logs.String())
 	}
+	h := &Harness{App: a, URL: "http://" + a.Addr().String(), Logs: logs}
 	t.Cleanup(func() {
+		// A connection the client dialled but never used holds the server's
+		// Shutdown for 5 s (net/http counts it idle only after that); close
+		// the client's connections first, as a departing client would.
+		h.HTTP.CloseIdleConnections()
 		if err := a.Shutdown(); err != nil {
-			t.Errorf("shutdown: %v", err)
+			var stacks strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			t.Errorf("shutdown: %v\ngoroutines:\n%s", err, stacks.String())
 		}
 	})
-	h := &Harness{App: a, URL: "http://" + a.Addr().String(), Logs: logs}
 	chk := newChecker(t)
 	chk.probesOnly = !role.Control()
-	h.HTTP = &http.Client{Transport: chk.Transport(http.DefaultTransport), Timeout: 30 * time.Second}
+	h.HTTP = &http.Client{Transport: chk.Transport(http.DefaultTransport.(*http.Transport).Clone()), Timeout: 30 * time.Second}
 	h.API, err = client.NewClientWithResponses(h.URL, client.WithHTTPClient(h.HTTP))
 	if err != nil {
 		t.Fatalf("client: %v", err)

@@ -114,6 +114,11 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		select {
+		case <-done: // both were ready; the tasks did stop
+			return nil
+		default:
+		}
 		return fmt.Errorf("background tasks did not stop in time: %w", ctx.Err())
 	}
 }
