@@ -239,6 +239,27 @@ func (e ProviderKind) Valid() bool {
 	}
 }
 
+// Defines values for ProviderTestResultResult.
+const (
+	ProviderTestResultResultFailed      ProviderTestResultResult = "failed"
+	ProviderTestResultResultSucceeded   ProviderTestResultResult = "succeeded"
+	ProviderTestResultResultUnsupported ProviderTestResultResult = "unsupported"
+)
+
+// Valid indicates whether the value is a known member of the ProviderTestResultResult enum.
+func (e ProviderTestResultResult) Valid() bool {
+	switch e {
+	case ProviderTestResultResultFailed:
+		return true
+	case ProviderTestResultResultSucceeded:
+		return true
+	case ProviderTestResultResultUnsupported:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProviderTypeOperations.
 const (
 	ProviderTypeOperationsFetch  ProviderTypeOperations = "fetch"
@@ -764,6 +785,21 @@ type ProviderPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// ProviderTestResult defines model for ProviderTestResult.
+type ProviderTestResult struct {
+	// DurationMs How long the test took, in milliseconds.
+	DurationMs int `json:"duration_ms"`
+
+	// Message Why the probe failed; null unless `result` is `failed`.
+	Message nullable.Nullable[string] `json:"message"`
+
+	// Result `unsupported`: this type has no inexpensive probe; nothing was sent.
+	Result ProviderTestResultResult `json:"result"`
+}
+
+// ProviderTestResultResult `unsupported`: this type has no inexpensive probe; nothing was sent.
+type ProviderTestResultResult string
+
 // ProviderType defines model for ProviderType.
 type ProviderType struct {
 	// Apis Model types only; null otherwise. A model's `api` is one of these ids and its `settings` follow that API's schema.
@@ -954,6 +990,9 @@ type BadRequest = Error
 
 // Conflict defines model for Conflict.
 type Conflict = Error
+
+// Disabled defines model for Disabled.
+type Disabled = Error
 
 // Internal defines model for Internal.
 type Internal = Error
@@ -1405,6 +1444,9 @@ type ServerInterface interface {
 	// UpdateConnectorProvider Change a connector provider
 	// (PATCH /api/v1/connector-providers/{provider_id})
 	UpdateConnectorProvider(ctx echo.Context, providerId ProviderId, params UpdateConnectorProviderParams) error
+	// TestConnectorProvider Test a connector provider
+	// (POST /api/v1/connector-providers/{provider_id}/test)
+	TestConnectorProvider(ctx echo.Context, providerId ProviderId) error
 	// ListEnvironmentProviders List the environment providers of the key's workspace
 	// (GET /api/v1/environment-providers)
 	ListEnvironmentProviders(ctx echo.Context, params ListEnvironmentProvidersParams) error
@@ -1417,6 +1459,9 @@ type ServerInterface interface {
 	// UpdateEnvironmentProvider Change a environment provider
 	// (PATCH /api/v1/environment-providers/{provider_id})
 	UpdateEnvironmentProvider(ctx echo.Context, providerId ProviderId, params UpdateEnvironmentProviderParams) error
+	// TestEnvironmentProvider Test a environment provider
+	// (POST /api/v1/environment-providers/{provider_id}/test)
+	TestEnvironmentProvider(ctx echo.Context, providerId ProviderId) error
 	// AcceptInvitation Accept an invitation with its token
 	// (POST /api/v1/invitations/accept)
 	AcceptInvitation(ctx echo.Context) error
@@ -1450,6 +1495,9 @@ type ServerInterface interface {
 	// UpdateMemoryProvider Change a memory provider
 	// (PATCH /api/v1/memory-providers/{provider_id})
 	UpdateMemoryProvider(ctx echo.Context, providerId ProviderId, params UpdateMemoryProviderParams) error
+	// TestMemoryProvider Test a memory provider
+	// (POST /api/v1/memory-providers/{provider_id}/test)
+	TestMemoryProvider(ctx echo.Context, providerId ProviderId) error
 	// ListModelProviders List the model providers of the key's workspace
 	// (GET /api/v1/model-providers)
 	ListModelProviders(ctx echo.Context, params ListModelProvidersParams) error
@@ -1462,6 +1510,9 @@ type ServerInterface interface {
 	// UpdateModelProvider Change a model provider
 	// (PATCH /api/v1/model-providers/{provider_id})
 	UpdateModelProvider(ctx echo.Context, providerId ProviderId, params UpdateModelProviderParams) error
+	// TestModelProvider Test a model provider
+	// (POST /api/v1/model-providers/{provider_id}/test)
+	TestModelProvider(ctx echo.Context, providerId ProviderId) error
 	// ListModels List the models of the key's workspace
 	// (GET /api/v1/models)
 	ListModels(ctx echo.Context, params ListModelsParams) error
@@ -1495,6 +1546,9 @@ type ServerInterface interface {
 	// UpdateWebProvider Change a web provider
 	// (PATCH /api/v1/web-providers/{provider_id})
 	UpdateWebProvider(ctx echo.Context, providerId ProviderId, params UpdateWebProviderParams) error
+	// TestWebProvider Test a web provider
+	// (POST /api/v1/web-providers/{provider_id}/test)
+	TestWebProvider(ctx echo.Context, providerId ProviderId) error
 	// ListWorkspaces List the workspaces of the key's organization
 	// (GET /api/v1/workspaces)
 	ListWorkspaces(ctx echo.Context, params ListWorkspacesParams) error
@@ -1747,6 +1801,22 @@ func (w *ServerInterfaceWrapper) UpdateConnectorProvider(ctx echo.Context) error
 	return err
 }
 
+// TestConnectorProvider converts echo context to params.
+func (w *ServerInterfaceWrapper) TestConnectorProvider(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "provider_id" -------------
+	var providerId ProviderId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "provider_id", ctx.Param("provider_id"), &providerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter provider_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestConnectorProvider(ctx, providerId)
+	return err
+}
+
 // ListEnvironmentProviders converts echo context to params.
 func (w *ServerInterfaceWrapper) ListEnvironmentProviders(ctx echo.Context) error {
 	var err error
@@ -1850,6 +1920,22 @@ func (w *ServerInterfaceWrapper) UpdateEnvironmentProvider(ctx echo.Context) err
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateEnvironmentProvider(ctx, providerId, params)
+	return err
+}
+
+// TestEnvironmentProvider converts echo context to params.
+func (w *ServerInterfaceWrapper) TestEnvironmentProvider(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "provider_id" -------------
+	var providerId ProviderId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "provider_id", ctx.Param("provider_id"), &providerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter provider_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestEnvironmentProvider(ctx, providerId)
 	return err
 }
 
@@ -2126,6 +2212,22 @@ func (w *ServerInterfaceWrapper) UpdateMemoryProvider(ctx echo.Context) error {
 	return err
 }
 
+// TestMemoryProvider converts echo context to params.
+func (w *ServerInterfaceWrapper) TestMemoryProvider(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "provider_id" -------------
+	var providerId ProviderId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "provider_id", ctx.Param("provider_id"), &providerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter provider_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestMemoryProvider(ctx, providerId)
+	return err
+}
+
 // ListModelProviders converts echo context to params.
 func (w *ServerInterfaceWrapper) ListModelProviders(ctx echo.Context) error {
 	var err error
@@ -2229,6 +2331,22 @@ func (w *ServerInterfaceWrapper) UpdateModelProvider(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateModelProvider(ctx, providerId, params)
+	return err
+}
+
+// TestModelProvider converts echo context to params.
+func (w *ServerInterfaceWrapper) TestModelProvider(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "provider_id" -------------
+	var providerId ProviderId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "provider_id", ctx.Param("provider_id"), &providerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter provider_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestModelProvider(ctx, providerId)
 	return err
 }
 
@@ -2528,6 +2646,22 @@ func (w *ServerInterfaceWrapper) UpdateWebProvider(ctx echo.Context) error {
 	return err
 }
 
+// TestWebProvider converts echo context to params.
+func (w *ServerInterfaceWrapper) TestWebProvider(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "provider_id" -------------
+	var providerId ProviderId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "provider_id", ctx.Param("provider_id"), &providerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter provider_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestWebProvider(ctx, providerId)
+	return err
+}
+
 // ListWorkspaces converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWorkspaces(ctx echo.Context) error {
 	var err error
@@ -2793,22 +2927,27 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/model-providers", wrapper.CreateModelProvider, options.OperationMiddlewares["createModelProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/model-providers/:provider_id", wrapper.GetModelProvider, options.OperationMiddlewares["getModelProvider"]...)
 	router.PATCH(options.BaseURL+"/api/v1/model-providers/:provider_id", wrapper.UpdateModelProvider, options.OperationMiddlewares["updateModelProvider"]...)
+	router.POST(options.BaseURL+"/api/v1/model-providers/:provider_id/test", wrapper.TestModelProvider, options.OperationMiddlewares["testModelProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/web-providers", wrapper.ListWebProviders, options.OperationMiddlewares["listWebProviders"]...)
 	router.POST(options.BaseURL+"/api/v1/web-providers", wrapper.CreateWebProvider, options.OperationMiddlewares["createWebProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/web-providers/:provider_id", wrapper.GetWebProvider, options.OperationMiddlewares["getWebProvider"]...)
 	router.PATCH(options.BaseURL+"/api/v1/web-providers/:provider_id", wrapper.UpdateWebProvider, options.OperationMiddlewares["updateWebProvider"]...)
+	router.POST(options.BaseURL+"/api/v1/web-providers/:provider_id/test", wrapper.TestWebProvider, options.OperationMiddlewares["testWebProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/environment-providers", wrapper.ListEnvironmentProviders, options.OperationMiddlewares["listEnvironmentProviders"]...)
 	router.POST(options.BaseURL+"/api/v1/environment-providers", wrapper.CreateEnvironmentProvider, options.OperationMiddlewares["createEnvironmentProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/environment-providers/:provider_id", wrapper.GetEnvironmentProvider, options.OperationMiddlewares["getEnvironmentProvider"]...)
 	router.PATCH(options.BaseURL+"/api/v1/environment-providers/:provider_id", wrapper.UpdateEnvironmentProvider, options.OperationMiddlewares["updateEnvironmentProvider"]...)
+	router.POST(options.BaseURL+"/api/v1/environment-providers/:provider_id/test", wrapper.TestEnvironmentProvider, options.OperationMiddlewares["testEnvironmentProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/connector-providers", wrapper.ListConnectorProviders, options.OperationMiddlewares["listConnectorProviders"]...)
 	router.POST(options.BaseURL+"/api/v1/connector-providers", wrapper.CreateConnectorProvider, options.OperationMiddlewares["createConnectorProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/connector-providers/:provider_id", wrapper.GetConnectorProvider, options.OperationMiddlewares["getConnectorProvider"]...)
 	router.PATCH(options.BaseURL+"/api/v1/connector-providers/:provider_id", wrapper.UpdateConnectorProvider, options.OperationMiddlewares["updateConnectorProvider"]...)
+	router.POST(options.BaseURL+"/api/v1/connector-providers/:provider_id/test", wrapper.TestConnectorProvider, options.OperationMiddlewares["testConnectorProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/memory-providers", wrapper.ListMemoryProviders, options.OperationMiddlewares["listMemoryProviders"]...)
 	router.POST(options.BaseURL+"/api/v1/memory-providers", wrapper.CreateMemoryProvider, options.OperationMiddlewares["createMemoryProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/memory-providers/:provider_id", wrapper.GetMemoryProvider, options.OperationMiddlewares["getMemoryProvider"]...)
 	router.PATCH(options.BaseURL+"/api/v1/memory-providers/:provider_id", wrapper.UpdateMemoryProvider, options.OperationMiddlewares["updateMemoryProvider"]...)
+	router.POST(options.BaseURL+"/api/v1/memory-providers/:provider_id/test", wrapper.TestMemoryProvider, options.OperationMiddlewares["testMemoryProvider"]...)
 	router.GET(options.BaseURL+"/api/v1/models", wrapper.ListModels, options.OperationMiddlewares["listModels"]...)
 	router.POST(options.BaseURL+"/api/v1/models", wrapper.CreateModel, options.OperationMiddlewares["createModel"]...)
 	router.GET(options.BaseURL+"/api/v1/models/:key", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
@@ -2819,6 +2958,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 type BadRequestJSONResponse Error
 
 type ConflictJSONResponse Error
+
+type DisabledJSONResponse Error
 
 type InternalJSONResponse Error
 
@@ -4102,6 +4243,143 @@ func (response UpdateConnectorProvider503JSONResponse) VisitUpdateConnectorProvi
 	return err
 }
 
+type TestConnectorProviderRequestObject struct {
+	ProviderId ProviderId `json:"provider_id"`
+}
+
+type TestConnectorProviderResponseObject interface {
+	VisitTestConnectorProviderResponse(w http.ResponseWriter) error
+}
+
+type TestConnectorProvider200JSONResponse ProviderTestResult
+
+func (response TestConnectorProvider200JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestConnectorProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response TestConnectorProvider401JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestConnectorProvider403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response TestConnectorProvider403JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestConnectorProvider404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestConnectorProvider404JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestConnectorProvider406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response TestConnectorProvider406JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestConnectorProvider409JSONResponse struct{ DisabledJSONResponse }
+
+func (response TestConnectorProvider409JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestConnectorProvider429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response TestConnectorProvider429JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestConnectorProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response TestConnectorProvider500JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestConnectorProvider503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response TestConnectorProvider503JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEnvironmentProvidersRequestObject struct {
 	Params ListEnvironmentProvidersParams
 }
@@ -4752,6 +5030,143 @@ func (response UpdateEnvironmentProvider500JSONResponse) VisitUpdateEnvironmentP
 type UpdateEnvironmentProvider503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response UpdateEnvironmentProvider503JSONResponse) VisitUpdateEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProviderRequestObject struct {
+	ProviderId ProviderId `json:"provider_id"`
+}
+
+type TestEnvironmentProviderResponseObject interface {
+	VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error
+}
+
+type TestEnvironmentProvider200JSONResponse ProviderTestResult
+
+func (response TestEnvironmentProvider200JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response TestEnvironmentProvider401JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProvider403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response TestEnvironmentProvider403JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProvider404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestEnvironmentProvider404JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProvider406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response TestEnvironmentProvider406JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProvider409JSONResponse struct{ DisabledJSONResponse }
+
+func (response TestEnvironmentProvider409JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProvider429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response TestEnvironmentProvider429JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response TestEnvironmentProvider500JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProvider503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response TestEnvironmentProvider503JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -6476,6 +6891,143 @@ func (response UpdateMemoryProvider503JSONResponse) VisitUpdateMemoryProviderRes
 	return err
 }
 
+type TestMemoryProviderRequestObject struct {
+	ProviderId ProviderId `json:"provider_id"`
+}
+
+type TestMemoryProviderResponseObject interface {
+	VisitTestMemoryProviderResponse(w http.ResponseWriter) error
+}
+
+type TestMemoryProvider200JSONResponse ProviderTestResult
+
+func (response TestMemoryProvider200JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestMemoryProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response TestMemoryProvider401JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestMemoryProvider403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response TestMemoryProvider403JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestMemoryProvider404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestMemoryProvider404JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestMemoryProvider406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response TestMemoryProvider406JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestMemoryProvider409JSONResponse struct{ DisabledJSONResponse }
+
+func (response TestMemoryProvider409JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestMemoryProvider429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response TestMemoryProvider429JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestMemoryProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response TestMemoryProvider500JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestMemoryProvider503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response TestMemoryProvider503JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListModelProvidersRequestObject struct {
 	Params ListModelProvidersParams
 }
@@ -7126,6 +7678,143 @@ func (response UpdateModelProvider500JSONResponse) VisitUpdateModelProviderRespo
 type UpdateModelProvider503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response UpdateModelProvider503JSONResponse) VisitUpdateModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProviderRequestObject struct {
+	ProviderId ProviderId `json:"provider_id"`
+}
+
+type TestModelProviderResponseObject interface {
+	VisitTestModelProviderResponse(w http.ResponseWriter) error
+}
+
+type TestModelProvider200JSONResponse ProviderTestResult
+
+func (response TestModelProvider200JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response TestModelProvider401JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProvider403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response TestModelProvider403JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProvider404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestModelProvider404JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProvider406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response TestModelProvider406JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProvider409JSONResponse struct{ DisabledJSONResponse }
+
+func (response TestModelProvider409JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProvider429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response TestModelProvider429JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response TestModelProvider500JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProvider503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response TestModelProvider503JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -8931,6 +9620,143 @@ func (response UpdateWebProvider503JSONResponse) VisitUpdateWebProviderResponse(
 	return err
 }
 
+type TestWebProviderRequestObject struct {
+	ProviderId ProviderId `json:"provider_id"`
+}
+
+type TestWebProviderResponseObject interface {
+	VisitTestWebProviderResponse(w http.ResponseWriter) error
+}
+
+type TestWebProvider200JSONResponse ProviderTestResult
+
+func (response TestWebProvider200JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response TestWebProvider401JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebProvider403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response TestWebProvider403JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebProvider404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestWebProvider404JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebProvider406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response TestWebProvider406JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebProvider409JSONResponse struct{ DisabledJSONResponse }
+
+func (response TestWebProvider409JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebProvider429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response TestWebProvider429JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response TestWebProvider500JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebProvider503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response TestWebProvider503JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWorkspacesRequestObject struct {
 	Params ListWorkspacesParams
 }
@@ -9995,6 +10821,9 @@ type StrictServerInterface interface {
 	// UpdateConnectorProvider Change a connector provider
 	// (PATCH /api/v1/connector-providers/{provider_id})
 	UpdateConnectorProvider(ctx context.Context, request UpdateConnectorProviderRequestObject) (UpdateConnectorProviderResponseObject, error)
+	// TestConnectorProvider Test a connector provider
+	// (POST /api/v1/connector-providers/{provider_id}/test)
+	TestConnectorProvider(ctx context.Context, request TestConnectorProviderRequestObject) (TestConnectorProviderResponseObject, error)
 	// ListEnvironmentProviders List the environment providers of the key's workspace
 	// (GET /api/v1/environment-providers)
 	ListEnvironmentProviders(ctx context.Context, request ListEnvironmentProvidersRequestObject) (ListEnvironmentProvidersResponseObject, error)
@@ -10007,6 +10836,9 @@ type StrictServerInterface interface {
 	// UpdateEnvironmentProvider Change a environment provider
 	// (PATCH /api/v1/environment-providers/{provider_id})
 	UpdateEnvironmentProvider(ctx context.Context, request UpdateEnvironmentProviderRequestObject) (UpdateEnvironmentProviderResponseObject, error)
+	// TestEnvironmentProvider Test a environment provider
+	// (POST /api/v1/environment-providers/{provider_id}/test)
+	TestEnvironmentProvider(ctx context.Context, request TestEnvironmentProviderRequestObject) (TestEnvironmentProviderResponseObject, error)
 	// AcceptInvitation Accept an invitation with its token
 	// (POST /api/v1/invitations/accept)
 	AcceptInvitation(ctx context.Context, request AcceptInvitationRequestObject) (AcceptInvitationResponseObject, error)
@@ -10040,6 +10872,9 @@ type StrictServerInterface interface {
 	// UpdateMemoryProvider Change a memory provider
 	// (PATCH /api/v1/memory-providers/{provider_id})
 	UpdateMemoryProvider(ctx context.Context, request UpdateMemoryProviderRequestObject) (UpdateMemoryProviderResponseObject, error)
+	// TestMemoryProvider Test a memory provider
+	// (POST /api/v1/memory-providers/{provider_id}/test)
+	TestMemoryProvider(ctx context.Context, request TestMemoryProviderRequestObject) (TestMemoryProviderResponseObject, error)
 	// ListModelProviders List the model providers of the key's workspace
 	// (GET /api/v1/model-providers)
 	ListModelProviders(ctx context.Context, request ListModelProvidersRequestObject) (ListModelProvidersResponseObject, error)
@@ -10052,6 +10887,9 @@ type StrictServerInterface interface {
 	// UpdateModelProvider Change a model provider
 	// (PATCH /api/v1/model-providers/{provider_id})
 	UpdateModelProvider(ctx context.Context, request UpdateModelProviderRequestObject) (UpdateModelProviderResponseObject, error)
+	// TestModelProvider Test a model provider
+	// (POST /api/v1/model-providers/{provider_id}/test)
+	TestModelProvider(ctx context.Context, request TestModelProviderRequestObject) (TestModelProviderResponseObject, error)
 	// ListModels List the models of the key's workspace
 	// (GET /api/v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
@@ -10085,6 +10923,9 @@ type StrictServerInterface interface {
 	// UpdateWebProvider Change a web provider
 	// (PATCH /api/v1/web-providers/{provider_id})
 	UpdateWebProvider(ctx context.Context, request UpdateWebProviderRequestObject) (UpdateWebProviderResponseObject, error)
+	// TestWebProvider Test a web provider
+	// (POST /api/v1/web-providers/{provider_id}/test)
+	TestWebProvider(ctx context.Context, request TestWebProviderRequestObject) (TestWebProviderResponseObject, error)
 	// ListWorkspaces List the workspaces of the key's organization
 	// (GET /api/v1/workspaces)
 	ListWorkspaces(ctx context.Context, request ListWorkspacesRequestObject) (ListWorkspacesResponseObject, error)
@@ -10394,6 +11235,31 @@ func (sh *strictHandler) UpdateConnectorProvider(ctx echo.Context, providerId Pr
 	return nil
 }
 
+// TestConnectorProvider operation middleware
+func (sh *strictHandler) TestConnectorProvider(ctx echo.Context, providerId ProviderId) error {
+	var request TestConnectorProviderRequestObject
+
+	request.ProviderId = providerId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestConnectorProvider(ctx.Request().Context(), request.(TestConnectorProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestConnectorProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestConnectorProviderResponseObject); ok {
+		return validResponse.VisitTestConnectorProviderResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListEnvironmentProviders operation middleware
 func (sh *strictHandler) ListEnvironmentProviders(ctx echo.Context, params ListEnvironmentProvidersParams) error {
 	var request ListEnvironmentProvidersRequestObject
@@ -10535,6 +11401,31 @@ func (sh *strictHandler) UpdateEnvironmentProvider(ctx echo.Context, providerId 
 		return err
 	} else if validResponse, ok := response.(UpdateEnvironmentProviderResponseObject); ok {
 		return validResponse.VisitUpdateEnvironmentProviderResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TestEnvironmentProvider operation middleware
+func (sh *strictHandler) TestEnvironmentProvider(ctx echo.Context, providerId ProviderId) error {
+	var request TestEnvironmentProviderRequestObject
+
+	request.ProviderId = providerId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestEnvironmentProvider(ctx.Request().Context(), request.(TestEnvironmentProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestEnvironmentProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestEnvironmentProviderResponseObject); ok {
+		return validResponse.VisitTestEnvironmentProviderResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10908,6 +11799,31 @@ func (sh *strictHandler) UpdateMemoryProvider(ctx echo.Context, providerId Provi
 	return nil
 }
 
+// TestMemoryProvider operation middleware
+func (sh *strictHandler) TestMemoryProvider(ctx echo.Context, providerId ProviderId) error {
+	var request TestMemoryProviderRequestObject
+
+	request.ProviderId = providerId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestMemoryProvider(ctx.Request().Context(), request.(TestMemoryProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestMemoryProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestMemoryProviderResponseObject); ok {
+		return validResponse.VisitTestMemoryProviderResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListModelProviders operation middleware
 func (sh *strictHandler) ListModelProviders(ctx echo.Context, params ListModelProvidersParams) error {
 	var request ListModelProvidersRequestObject
@@ -11049,6 +11965,31 @@ func (sh *strictHandler) UpdateModelProvider(ctx echo.Context, providerId Provid
 		return err
 	} else if validResponse, ok := response.(UpdateModelProviderResponseObject); ok {
 		return validResponse.VisitUpdateModelProviderResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TestModelProvider operation middleware
+func (sh *strictHandler) TestModelProvider(ctx echo.Context, providerId ProviderId) error {
+	var request TestModelProviderRequestObject
+
+	request.ProviderId = providerId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestModelProvider(ctx.Request().Context(), request.(TestModelProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestModelProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestModelProviderResponseObject); ok {
+		return validResponse.VisitTestModelProviderResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11443,6 +12384,31 @@ func (sh *strictHandler) UpdateWebProvider(ctx echo.Context, providerId Provider
 		return err
 	} else if validResponse, ok := response.(UpdateWebProviderResponseObject); ok {
 		return validResponse.VisitUpdateWebProviderResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TestWebProvider operation middleware
+func (sh *strictHandler) TestWebProvider(ctx echo.Context, providerId ProviderId) error {
+	var request TestWebProviderRequestObject
+
+	request.ProviderId = providerId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebProvider(ctx.Request().Context(), request.(TestWebProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestWebProviderResponseObject); ok {
+		return validResponse.VisitTestWebProviderResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -241,6 +241,27 @@ func (e ProviderKind) Valid() bool {
 	}
 }
 
+// Defines values for ProviderTestResultResult.
+const (
+	ProviderTestResultResultFailed      ProviderTestResultResult = "failed"
+	ProviderTestResultResultSucceeded   ProviderTestResultResult = "succeeded"
+	ProviderTestResultResultUnsupported ProviderTestResultResult = "unsupported"
+)
+
+// Valid indicates whether the value is a known member of the ProviderTestResultResult enum.
+func (e ProviderTestResultResult) Valid() bool {
+	switch e {
+	case ProviderTestResultResultFailed:
+		return true
+	case ProviderTestResultResultSucceeded:
+		return true
+	case ProviderTestResultResultUnsupported:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProviderTypeOperations.
 const (
 	ProviderTypeOperationsFetch  ProviderTypeOperations = "fetch"
@@ -766,6 +787,21 @@ type ProviderPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// ProviderTestResult defines model for ProviderTestResult.
+type ProviderTestResult struct {
+	// DurationMs How long the test took, in milliseconds.
+	DurationMs int `json:"duration_ms"`
+
+	// Message Why the probe failed; null unless `result` is `failed`.
+	Message nullable.Nullable[string] `json:"message"`
+
+	// Result `unsupported`: this type has no inexpensive probe; nothing was sent.
+	Result ProviderTestResultResult `json:"result"`
+}
+
+// ProviderTestResultResult `unsupported`: this type has no inexpensive probe; nothing was sent.
+type ProviderTestResultResult string
+
 // ProviderType defines model for ProviderType.
 type ProviderType struct {
 	// Apis Model types only; null otherwise. A model's `api` is one of these ids and its `settings` follow that API's schema.
@@ -956,6 +992,9 @@ type BadRequest = Error
 
 // Conflict defines model for Conflict.
 type Conflict = Error
+
+// Disabled defines model for Disabled.
+type Disabled = Error
 
 // Internal defines model for Internal.
 type Internal = Error
@@ -1548,6 +1587,16 @@ type ClientInterface interface {
 	// Corresponds with PATCH /api/v1/connector-providers/{provider_id} (the `UpdateConnectorProvider` operationId).
 	UpdateConnectorProvider(ctx context.Context, providerId ProviderId, params *UpdateConnectorProviderParams, body UpdateConnectorProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// TestConnectorProvider Test a connector provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Composio reads one of the project's auth configs with the stored key. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Corresponds with POST /api/v1/connector-providers/{provider_id}/test (the `TestConnectorProvider` operationId).
+	TestConnectorProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListEnvironmentProviders List the environment providers of the key's workspace
 	//
 	// Corresponds with GET /api/v1/environment-providers (the `ListEnvironmentProviders` operationId).
@@ -1603,6 +1652,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/environment-providers/{provider_id} (the `UpdateEnvironmentProvider` operationId).
 	UpdateEnvironmentProvider(ctx context.Context, providerId ProviderId, params *UpdateEnvironmentProviderParams, body UpdateEnvironmentProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestEnvironmentProvider Test a environment provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Only docker is probed: it pings the engine (`GET /_ping`) and creates nothing. Every other environment type answers `unsupported`. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Corresponds with POST /api/v1/environment-providers/{provider_id}/test (the `TestEnvironmentProvider` operationId).
+	TestEnvironmentProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AcceptInvitationWithBody Accept an invitation with its token
 	//
@@ -1733,6 +1792,16 @@ type ClientInterface interface {
 	// Corresponds with PATCH /api/v1/memory-providers/{provider_id} (the `UpdateMemoryProvider` operationId).
 	UpdateMemoryProvider(ctx context.Context, providerId ProviderId, params *UpdateMemoryProviderParams, body UpdateMemoryProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// TestMemoryProvider Test a memory provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Memory providers list one page of a namespace that no memory uses. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Corresponds with POST /api/v1/memory-providers/{provider_id}/test (the `TestMemoryProvider` operationId).
+	TestMemoryProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListModelProviders List the model providers of the key's workspace
 	//
 	// Corresponds with GET /api/v1/model-providers (the `ListModelProviders` operationId).
@@ -1788,6 +1857,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/model-providers/{provider_id} (the `UpdateModelProvider` operationId).
 	UpdateModelProvider(ctx context.Context, providerId ProviderId, params *UpdateModelProviderParams, body UpdateModelProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestModelProvider Test a model provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Model providers list the vendor's models (or the equivalent free read) with the stored credential; the subscription-login, cloud-platform and aggregator types (claude_subscription, aws_bedrock, google_vertex, openrouter, portkey) answer `unsupported`. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Corresponds with POST /api/v1/model-providers/{provider_id}/test (the `TestModelProvider` operationId).
+	TestModelProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListModels List the models of the key's workspace
 	//
@@ -1947,6 +2026,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/web-providers/{provider_id} (the `UpdateWebProvider` operationId).
 	UpdateWebProvider(ctx context.Context, providerId ProviderId, params *UpdateWebProviderParams, body UpdateWebProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestWebProvider Test a web provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Web providers always answer `unsupported`: a search costs money. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Corresponds with POST /api/v1/web-providers/{provider_id}/test (the `TestWebProvider` operationId).
+	TestWebProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWorkspaces List the workspaces of the key's organization
 	//
@@ -2237,6 +2326,26 @@ func (c *Client) UpdateConnectorProvider(ctx context.Context, providerId Provide
 	return c.Client.Do(req)
 }
 
+// TestConnectorProvider Test a connector provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Composio reads one of the project's auth configs with the stored key. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Corresponds with POST /api/v1/connector-providers/{provider_id}/test (the `TestConnectorProvider` operationId).
+func (c *Client) TestConnectorProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestConnectorProviderRequest(c.Server, providerId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListEnvironmentProviders List the environment providers of the key's workspace
 //
 // Corresponds with GET /api/v1/environment-providers (the `ListEnvironmentProviders` operationId).
@@ -2343,6 +2452,26 @@ func (c *Client) UpdateEnvironmentProviderWithBody(ctx context.Context, provider
 // Corresponds with PATCH /api/v1/environment-providers/{provider_id} (the `UpdateEnvironmentProvider` operationId).
 func (c *Client) UpdateEnvironmentProvider(ctx context.Context, providerId ProviderId, params *UpdateEnvironmentProviderParams, body UpdateEnvironmentProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateEnvironmentProviderRequest(c.Server, providerId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestEnvironmentProvider Test a environment provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Only docker is probed: it pings the engine (`GET /_ping`) and creates nothing. Every other environment type answers `unsupported`. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Corresponds with POST /api/v1/environment-providers/{provider_id}/test (the `TestEnvironmentProvider` operationId).
+func (c *Client) TestEnvironmentProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestEnvironmentProviderRequest(c.Server, providerId)
 	if err != nil {
 		return nil, err
 	}
@@ -2632,6 +2761,26 @@ func (c *Client) UpdateMemoryProvider(ctx context.Context, providerId ProviderId
 	return c.Client.Do(req)
 }
 
+// TestMemoryProvider Test a memory provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Memory providers list one page of a namespace that no memory uses. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Corresponds with POST /api/v1/memory-providers/{provider_id}/test (the `TestMemoryProvider` operationId).
+func (c *Client) TestMemoryProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestMemoryProviderRequest(c.Server, providerId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListModelProviders List the model providers of the key's workspace
 //
 // Corresponds with GET /api/v1/model-providers (the `ListModelProviders` operationId).
@@ -2738,6 +2887,26 @@ func (c *Client) UpdateModelProviderWithBody(ctx context.Context, providerId Pro
 // Corresponds with PATCH /api/v1/model-providers/{provider_id} (the `UpdateModelProvider` operationId).
 func (c *Client) UpdateModelProvider(ctx context.Context, providerId ProviderId, params *UpdateModelProviderParams, body UpdateModelProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateModelProviderRequest(c.Server, providerId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestModelProvider Test a model provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Model providers list the vendor's models (or the equivalent free read) with the stored credential; the subscription-login, cloud-platform and aggregator types (claude_subscription, aws_bedrock, google_vertex, openrouter, portkey) answer `unsupported`. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Corresponds with POST /api/v1/model-providers/{provider_id}/test (the `TestModelProvider` operationId).
+func (c *Client) TestModelProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestModelProviderRequest(c.Server, providerId)
 	if err != nil {
 		return nil, err
 	}
@@ -3067,6 +3236,26 @@ func (c *Client) UpdateWebProviderWithBody(ctx context.Context, providerId Provi
 // Corresponds with PATCH /api/v1/web-providers/{provider_id} (the `UpdateWebProvider` operationId).
 func (c *Client) UpdateWebProvider(ctx context.Context, providerId ProviderId, params *UpdateWebProviderParams, body UpdateWebProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateWebProviderRequest(c.Server, providerId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestWebProvider Test a web provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Web providers always answer `unsupported`: a search costs money. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Corresponds with POST /api/v1/web-providers/{provider_id}/test (the `TestWebProvider` operationId).
+func (c *Client) TestWebProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestWebProviderRequest(c.Server, providerId)
 	if err != nil {
 		return nil, err
 	}
@@ -3725,6 +3914,40 @@ func NewUpdateConnectorProviderRequestWithBody(server string, providerId Provide
 	return req, nil
 }
 
+// NewTestConnectorProviderRequest constructs an http.Request for the TestConnectorProvider method
+func NewTestConnectorProviderRequest(server string, providerId ProviderId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider_id", providerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/connector-providers/%s/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListEnvironmentProvidersRequest constructs an http.Request for the ListEnvironmentProviders method
 func NewListEnvironmentProvidersRequest(server string, params *ListEnvironmentProvidersParams) (*http.Request, error) {
 	var err error
@@ -3937,6 +4160,40 @@ func NewUpdateEnvironmentProviderRequestWithBody(server string, providerId Provi
 			req.Header.Set("If-Match", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewTestEnvironmentProviderRequest constructs an http.Request for the TestEnvironmentProvider method
+func NewTestEnvironmentProviderRequest(server string, providerId ProviderId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider_id", providerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/environment-providers/%s/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -4486,6 +4743,40 @@ func NewUpdateMemoryProviderRequestWithBody(server string, providerId ProviderId
 	return req, nil
 }
 
+// NewTestMemoryProviderRequest constructs an http.Request for the TestMemoryProvider method
+func NewTestMemoryProviderRequest(server string, providerId ProviderId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider_id", providerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/memory-providers/%s/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListModelProvidersRequest constructs an http.Request for the ListModelProviders method
 func NewListModelProvidersRequest(server string, params *ListModelProvidersParams) (*http.Request, error) {
 	var err error
@@ -4698,6 +4989,40 @@ func NewUpdateModelProviderRequestWithBody(server string, providerId ProviderId,
 			req.Header.Set("If-Match", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewTestModelProviderRequest constructs an http.Request for the TestModelProvider method
+func NewTestModelProviderRequest(server string, providerId ProviderId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider_id", providerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/model-providers/%s/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -5333,6 +5658,40 @@ func NewUpdateWebProviderRequestWithBody(server string, providerId ProviderId, p
 	return req, nil
 }
 
+// NewTestWebProviderRequest constructs an http.Request for the TestWebProvider method
+func NewTestWebProviderRequest(server string, providerId ProviderId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider_id", providerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/web-providers/%s/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListWorkspacesRequest constructs an http.Request for the ListWorkspaces method
 func NewListWorkspacesRequest(server string, params *ListWorkspacesParams) (*http.Request, error) {
 	var err error
@@ -5886,6 +6245,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /api/v1/connector-providers/{provider_id} (the `UpdateConnectorProvider` operationId).
 	UpdateConnectorProviderWithResponse(ctx context.Context, providerId ProviderId, params *UpdateConnectorProviderParams, body UpdateConnectorProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConnectorProviderResponse, error)
 
+	// TestConnectorProviderWithResponse Test a connector provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Composio reads one of the project's auth configs with the stored key. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/connector-providers/{provider_id}/test (the `TestConnectorProvider` operationId).
+	TestConnectorProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestConnectorProviderResponse, error)
+
 	// ListEnvironmentProvidersWithResponse List the environment providers of the key's workspace
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -5945,6 +6316,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/environment-providers/{provider_id} (the `UpdateEnvironmentProvider` operationId).
 	UpdateEnvironmentProviderWithResponse(ctx context.Context, providerId ProviderId, params *UpdateEnvironmentProviderParams, body UpdateEnvironmentProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEnvironmentProviderResponse, error)
+
+	// TestEnvironmentProviderWithResponse Test a environment provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Only docker is probed: it pings the engine (`GET /_ping`) and creates nothing. Every other environment type answers `unsupported`. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/environment-providers/{provider_id}/test (the `TestEnvironmentProvider` operationId).
+	TestEnvironmentProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestEnvironmentProviderResponse, error)
 
 	// AcceptInvitationWithBodyWithResponse Accept an invitation with its token
 	//
@@ -6089,6 +6472,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /api/v1/memory-providers/{provider_id} (the `UpdateMemoryProvider` operationId).
 	UpdateMemoryProviderWithResponse(ctx context.Context, providerId ProviderId, params *UpdateMemoryProviderParams, body UpdateMemoryProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMemoryProviderResponse, error)
 
+	// TestMemoryProviderWithResponse Test a memory provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Memory providers list one page of a namespace that no memory uses. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/memory-providers/{provider_id}/test (the `TestMemoryProvider` operationId).
+	TestMemoryProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestMemoryProviderResponse, error)
+
 	// ListModelProvidersWithResponse List the model providers of the key's workspace
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6148,6 +6543,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/model-providers/{provider_id} (the `UpdateModelProvider` operationId).
 	UpdateModelProviderWithResponse(ctx context.Context, providerId ProviderId, params *UpdateModelProviderParams, body UpdateModelProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateModelProviderResponse, error)
+
+	// TestModelProviderWithResponse Test a model provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Model providers list the vendor's models (or the equivalent free read) with the stored credential; the subscription-login, cloud-platform and aggregator types (claude_subscription, aws_bedrock, google_vertex, openrouter, portkey) answer `unsupported`. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/model-providers/{provider_id}/test (the `TestModelProvider` operationId).
+	TestModelProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestModelProviderResponse, error)
 
 	// ListModelsWithResponse List the models of the key's workspace
 	//
@@ -6321,6 +6728,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/web-providers/{provider_id} (the `UpdateWebProvider` operationId).
 	UpdateWebProviderWithResponse(ctx context.Context, providerId ProviderId, params *UpdateWebProviderParams, body UpdateWebProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebProviderResponse, error)
+
+	// TestWebProviderWithResponse Test a web provider
+	//
+	// Sends one inexpensive probe with the stored configuration and credential, bounded by
+	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+	// message (never the credential, an address or the vendor's answer), or `unsupported`.
+	// Web providers always answer `unsupported`: a search costs money. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/web-providers/{provider_id}/test (the `TestWebProvider` operationId).
+	TestWebProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestWebProviderResponse, error)
 
 	// ListWorkspacesWithResponse List the workspaces of the key's organization
 	//
@@ -7329,6 +7748,110 @@ func (r UpdateConnectorProviderResponse) ContentType() string {
 	return ""
 }
 
+// TestConnectorProviderResponse429Headers the declared response headers of an HTTP 429 response for TestConnectorProvider
+type TestConnectorProviderResponse429Headers struct {
+	RetryAfter *int
+}
+
+type TestConnectorProviderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderTestResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Disabled
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestConnectorProviderResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestConnectorProviderResponse) GetJSON200() *ProviderTestResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TestConnectorProviderResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TestConnectorProviderResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TestConnectorProviderResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r TestConnectorProviderResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestConnectorProviderResponse) GetJSON409() *Disabled {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TestConnectorProviderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TestConnectorProviderResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TestConnectorProviderResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TestConnectorProviderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestConnectorProviderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestConnectorProviderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestConnectorProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListEnvironmentProvidersResponse429Headers the declared response headers of an HTTP 429 response for ListEnvironmentProviders
 type ListEnvironmentProvidersResponse429Headers struct {
 	RetryAfter *int
@@ -7796,6 +8319,110 @@ func (r UpdateEnvironmentProviderResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateEnvironmentProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestEnvironmentProviderResponse429Headers the declared response headers of an HTTP 429 response for TestEnvironmentProvider
+type TestEnvironmentProviderResponse429Headers struct {
+	RetryAfter *int
+}
+
+type TestEnvironmentProviderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderTestResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Disabled
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestEnvironmentProviderResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestEnvironmentProviderResponse) GetJSON200() *ProviderTestResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TestEnvironmentProviderResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TestEnvironmentProviderResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TestEnvironmentProviderResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r TestEnvironmentProviderResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestEnvironmentProviderResponse) GetJSON409() *Disabled {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TestEnvironmentProviderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TestEnvironmentProviderResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TestEnvironmentProviderResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TestEnvironmentProviderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestEnvironmentProviderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestEnvironmentProviderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestEnvironmentProviderResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9045,6 +9672,110 @@ func (r UpdateMemoryProviderResponse) ContentType() string {
 	return ""
 }
 
+// TestMemoryProviderResponse429Headers the declared response headers of an HTTP 429 response for TestMemoryProvider
+type TestMemoryProviderResponse429Headers struct {
+	RetryAfter *int
+}
+
+type TestMemoryProviderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderTestResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Disabled
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestMemoryProviderResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestMemoryProviderResponse) GetJSON200() *ProviderTestResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TestMemoryProviderResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TestMemoryProviderResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TestMemoryProviderResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r TestMemoryProviderResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestMemoryProviderResponse) GetJSON409() *Disabled {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TestMemoryProviderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TestMemoryProviderResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TestMemoryProviderResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TestMemoryProviderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestMemoryProviderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestMemoryProviderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestMemoryProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListModelProvidersResponse429Headers the declared response headers of an HTTP 429 response for ListModelProviders
 type ListModelProvidersResponse429Headers struct {
 	RetryAfter *int
@@ -9512,6 +10243,110 @@ func (r UpdateModelProviderResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateModelProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestModelProviderResponse429Headers the declared response headers of an HTTP 429 response for TestModelProvider
+type TestModelProviderResponse429Headers struct {
+	RetryAfter *int
+}
+
+type TestModelProviderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderTestResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Disabled
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestModelProviderResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestModelProviderResponse) GetJSON200() *ProviderTestResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TestModelProviderResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TestModelProviderResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TestModelProviderResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r TestModelProviderResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestModelProviderResponse) GetJSON409() *Disabled {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TestModelProviderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TestModelProviderResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TestModelProviderResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TestModelProviderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestModelProviderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestModelProviderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestModelProviderResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10846,6 +11681,110 @@ func (r UpdateWebProviderResponse) ContentType() string {
 	return ""
 }
 
+// TestWebProviderResponse429Headers the declared response headers of an HTTP 429 response for TestWebProvider
+type TestWebProviderResponse429Headers struct {
+	RetryAfter *int
+}
+
+type TestWebProviderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderTestResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Disabled
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestWebProviderResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestWebProviderResponse) GetJSON200() *ProviderTestResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TestWebProviderResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TestWebProviderResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TestWebProviderResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r TestWebProviderResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestWebProviderResponse) GetJSON409() *Disabled {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TestWebProviderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TestWebProviderResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TestWebProviderResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TestWebProviderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestWebProviderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestWebProviderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestWebProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWorkspacesResponse429Headers the declared response headers of an HTTP 429 response for ListWorkspaces
 type ListWorkspacesResponse429Headers struct {
 	RetryAfter *int
@@ -11807,6 +12746,24 @@ func (c *ClientWithResponses) UpdateConnectorProviderWithResponse(ctx context.Co
 	return ParseUpdateConnectorProviderResponse(rsp)
 }
 
+// TestConnectorProviderWithResponse Test a connector provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Composio reads one of the project's auth configs with the stored key. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/connector-providers/{provider_id}/test (the `TestConnectorProvider` operationId).
+func (c *ClientWithResponses) TestConnectorProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestConnectorProviderResponse, error) {
+	rsp, err := c.TestConnectorProvider(ctx, providerId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestConnectorProviderResponse(rsp)
+}
+
 // ListEnvironmentProvidersWithResponse List the environment providers of the key's workspace
 //
 // Returns a wrapper object for the known response body format(s).
@@ -11901,6 +12858,24 @@ func (c *ClientWithResponses) UpdateEnvironmentProviderWithResponse(ctx context.
 		return nil, err
 	}
 	return ParseUpdateEnvironmentProviderResponse(rsp)
+}
+
+// TestEnvironmentProviderWithResponse Test a environment provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Only docker is probed: it pings the engine (`GET /_ping`) and creates nothing. Every other environment type answers `unsupported`. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/environment-providers/{provider_id}/test (the `TestEnvironmentProvider` operationId).
+func (c *ClientWithResponses) TestEnvironmentProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestEnvironmentProviderResponse, error) {
+	rsp, err := c.TestEnvironmentProvider(ctx, providerId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestEnvironmentProviderResponse(rsp)
 }
 
 // AcceptInvitationWithBodyWithResponse Accept an invitation with its token
@@ -12136,6 +13111,24 @@ func (c *ClientWithResponses) UpdateMemoryProviderWithResponse(ctx context.Conte
 	return ParseUpdateMemoryProviderResponse(rsp)
 }
 
+// TestMemoryProviderWithResponse Test a memory provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Memory providers list one page of a namespace that no memory uses. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/memory-providers/{provider_id}/test (the `TestMemoryProvider` operationId).
+func (c *ClientWithResponses) TestMemoryProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestMemoryProviderResponse, error) {
+	rsp, err := c.TestMemoryProvider(ctx, providerId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestMemoryProviderResponse(rsp)
+}
+
 // ListModelProvidersWithResponse List the model providers of the key's workspace
 //
 // Returns a wrapper object for the known response body format(s).
@@ -12230,6 +13223,24 @@ func (c *ClientWithResponses) UpdateModelProviderWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseUpdateModelProviderResponse(rsp)
+}
+
+// TestModelProviderWithResponse Test a model provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Model providers list the vendor's models (or the equivalent free read) with the stored credential; the subscription-login, cloud-platform and aggregator types (claude_subscription, aws_bedrock, google_vertex, openrouter, portkey) answer `unsupported`. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/model-providers/{provider_id}/test (the `TestModelProvider` operationId).
+func (c *ClientWithResponses) TestModelProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestModelProviderResponse, error) {
+	rsp, err := c.TestModelProvider(ctx, providerId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestModelProviderResponse(rsp)
 }
 
 // ListModelsWithResponse List the models of the key's workspace
@@ -12505,6 +13516,24 @@ func (c *ClientWithResponses) UpdateWebProviderWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseUpdateWebProviderResponse(rsp)
+}
+
+// TestWebProviderWithResponse Test a web provider
+//
+// Sends one inexpensive probe with the stored configuration and credential, bounded by
+// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
+// message (never the credential, an address or the vendor's answer), or `unsupported`.
+// Web providers always answer `unsupported`: a search costs money. Every call passes the endpoint policy. A disabled provider is 409 `disabled`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/web-providers/{provider_id}/test (the `TestWebProvider` operationId).
+func (c *ClientWithResponses) TestWebProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestWebProviderResponse, error) {
+	rsp, err := c.TestWebProvider(ctx, providerId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestWebProviderResponse(rsp)
 }
 
 // ListWorkspacesWithResponse List the workspaces of the key's organization
@@ -13534,6 +14563,101 @@ func ParseUpdateConnectorProviderResponse(rsp *http.Response) (*UpdateConnectorP
 	return response, nil
 }
 
+// ParseTestConnectorProviderResponse parses an HTTP response from a TestConnectorProviderWithResponse call
+func ParseTestConnectorProviderResponse(rsp *http.Response) (*TestConnectorProviderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestConnectorProviderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Disabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers TestConnectorProviderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListEnvironmentProvidersResponse parses an HTTP response from a ListEnvironmentProvidersWithResponse call
 func ParseListEnvironmentProvidersResponse(rsp *http.Response) (*ListEnvironmentProvidersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13973,6 +15097,101 @@ func ParseUpdateEnvironmentProviderResponse(rsp *http.Response) (*UpdateEnvironm
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateEnvironmentProviderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestEnvironmentProviderResponse parses an HTTP response from a TestEnvironmentProviderWithResponse call
+func ParseTestEnvironmentProviderResponse(rsp *http.Response) (*TestEnvironmentProviderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestEnvironmentProviderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Disabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers TestEnvironmentProviderResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15157,6 +16376,101 @@ func ParseUpdateMemoryProviderResponse(rsp *http.Response) (*UpdateMemoryProvide
 	return response, nil
 }
 
+// ParseTestMemoryProviderResponse parses an HTTP response from a TestMemoryProviderWithResponse call
+func ParseTestMemoryProviderResponse(rsp *http.Response) (*TestMemoryProviderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestMemoryProviderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Disabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers TestMemoryProviderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListModelProvidersResponse parses an HTTP response from a ListModelProvidersWithResponse call
 func ParseListModelProvidersResponse(rsp *http.Response) (*ListModelProvidersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15596,6 +16910,101 @@ func ParseUpdateModelProviderResponse(rsp *http.Response) (*UpdateModelProviderR
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateModelProviderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestModelProviderResponse parses an HTTP response from a TestModelProviderWithResponse call
+func ParseTestModelProviderResponse(rsp *http.Response) (*TestModelProviderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestModelProviderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Disabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers TestModelProviderResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16849,6 +18258,101 @@ func ParseUpdateWebProviderResponse(rsp *http.Response) (*UpdateWebProviderRespo
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateWebProviderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestWebProviderResponse parses an HTTP response from a TestWebProviderWithResponse call
+func ParseTestWebProviderResponse(rsp *http.Response) (*TestWebProviderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestWebProviderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Disabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers TestWebProviderResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -166,6 +166,7 @@ type EndpointPolicy struct {
 	AllowedPrefixes []string `koanf:"allowed_prefixes"`
 	AllowedPorts    []int    `koanf:"allowed_ports"`
 	AllowedHosts    []string `koanf:"allowed_hosts"`
+	AllowedSockets  []string `koanf:"allowed_sockets"`
 }
 
 // Limits bounds request and asset sizes and request rates. Rate limits are
@@ -257,7 +258,7 @@ func Default() Config {
 			SMTPPort:  587,
 			SMTPTLS:   "starttls",
 		},
-		EndpointPolicy: EndpointPolicy{AllowedPrefixes: []string{}, AllowedPorts: []int{}, AllowedHosts: []string{}},
+		EndpointPolicy: EndpointPolicy{AllowedPrefixes: []string{}, AllowedPorts: []int{}, AllowedHosts: []string{}, AllowedSockets: []string{}},
 		Limits: Limits{
 			RequestBytes:               1 << 20,
 			AssetBytes:                 100 << 20,

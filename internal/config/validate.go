@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -75,6 +76,11 @@ func (c *Config) Validate() error {
 	for i, h := range c.EndpointPolicy.AllowedHosts {
 		if !allowedHostPattern.MatchString(h) {
 			v.fail(fmt.Sprintf("endpoint_policy.allowed_hosts[%d]", i), "%q is not a host name or *.suffix", h)
+		}
+	}
+	for i, s := range c.EndpointPolicy.AllowedSockets {
+		if !filepath.IsAbs(s) || filepath.Clean(s) != s {
+			v.fail(fmt.Sprintf("endpoint_policy.allowed_sockets[%d]", i), "%q is not a clean absolute path", s)
 		}
 	}
 

@@ -88,6 +88,9 @@ func TestValidate(t *testing.T) {
 		{name: "AllowedHosts", mutate: func(c *Config) {
 			c.EndpointPolicy.AllowedHosts = []string{"ollama.internal", "*.corp.example", "http://x", "a b"}
 		}, want: []string{`endpoint_policy.allowed_hosts[2]: "http://x" is not a host name or *.suffix`, `endpoint_policy.allowed_hosts[3]: "a b" is not a host name or *.suffix`}},
+		{name: "AllowedSockets", mutate: func(c *Config) {
+			c.EndpointPolicy.AllowedSockets = []string{"/var/run/docker.sock", "run/docker.sock", "/var/run/../docker.sock"}
+		}, want: []string{`endpoint_policy.allowed_sockets[1]: "run/docker.sock" is not a clean absolute path`, `endpoint_policy.allowed_sockets[2]: "/var/run/../docker.sock" is not a clean absolute path`}},
 		{name: "AllowedPrefixes", mutate: func(c *Config) { c.EndpointPolicy.AllowedPrefixes = []string{"10.0.0.0/8", "10.0.0.0/33"} }, want: []string{`endpoint_policy.allowed_prefixes[1]: "10.0.0.0/33" is not a CIDR prefix`}},
 		{name: "AllowedPorts", mutate: func(c *Config) { c.EndpointPolicy.AllowedPorts = []int{0, 70000} }, want: []string{
 			"endpoint_policy.allowed_ports[0]: must be a port from 1 to 65535, got 0", "endpoint_policy.allowed_ports[1]: must be a port from 1 to 65535, got 70000",

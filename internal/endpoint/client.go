@@ -60,6 +60,13 @@ type ClientOption func(*clientOptions)
 
 type clientOptions struct {
 	followRedirects bool
+	tlsConfig       *tls.Config
+}
+
+// WithTLSConfig makes the client use cfg (a private CA or a client
+// certificate, say) for https. Its minimum version is raised to TLS 1.2.
+func WithTLSConfig(cfg *tls.Config) ClientOption {
+	return func(o *clientOptions) { o.tlsConfig = cfg }
 }
 
 // FollowRedirects makes the client follow up to 5 redirects on the same host
@@ -89,6 +96,11 @@ func (p *Policy) HTTPClient(timeout time.Duration, opts ...ClientOption) *http.C
 		opt(&o)
 	}
 	timeout = max(timeout, 0)
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.tlsConfig != nil {
+		tlsConfig = o.tlsConfig.Clone()
+		tlsConfig.MinVersion = max(tlsConfig.MinVersion, tls.VersionTLS12)
+	}
 	dialer := &net.Dialer{
 		Timeout:   capTimeout(ConnectTimeout, timeout),
 		KeepAlive: 30 * time.Second,
@@ -98,7 +110,7 @@ func (p *Policy) HTTPClient(timeout time.Duration, opts ...ClientOption) *http.C
 		Proxy:                  nil, // never HTTP(S)_PROXY: a proxy would dial for us, unguarded
 		DialContext:            p.dialContext(dialer),
 		ForceAttemptHTTP2:      true,
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:        tlsConfig,
 		TLSHandshakeTimeout:    capTimeout(TLSHandshakeTimeout, timeout),
 		ResponseHeaderTimeout:  timeout,
 		ExpectContinueTimeout:  time.Second,

@@ -65,6 +65,10 @@ type Policy struct {
 	// "*.suffix" matching every name below suffix. It grants only the scheme:
 	// the host's addresses must still be public or in AllowedPrefixes.
 	AllowedHosts []string
+	// AllowedSockets are the Unix sockets (absolute, clean paths) a container
+	// engine address may name. A socket reaches the machine itself, so none is
+	// allowed unless listed.
+	AllowedSockets []string
 	// Resolver resolves host names; nil means net.DefaultResolver.
 	Resolver Resolver
 }
@@ -87,6 +91,7 @@ func NewPolicy(cfg config.EndpointPolicy) (*Policy, error) {
 		p.AllowedPorts = append(p.AllowedPorts, uint16(port))
 	}
 	p.AllowedHosts = cfg.AllowedHosts
+	p.AllowedSockets = cfg.AllowedSockets
 	if err := ValidateHosts(p.AllowedHosts); err != nil {
 		return nil, err
 	}

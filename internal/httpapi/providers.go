@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/oapi-codegen/nullable"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/provider"
+	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
 )
 
@@ -31,7 +33,23 @@ func NewProviderHandlers(deps Deps) (*ProviderHandlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ProviderHandlers{svc: provider.NewService(deps.Pool, deps.Keyring, deps.Types, policy)}, nil
+	prober := probe.New(policy, time.Duration(deps.Config.Providers.ProbeTimeoutSeconds)*time.Second)
+	return &ProviderHandlers{svc: provider.NewService(deps.Pool, deps.Keyring, deps.Types, policy, prober)}, nil
+}
+
+// test sends the provider test and maps its result.
+func (h *ProviderHandlers) test(ctx context.Context, k types.Kind, id string) (api.ProviderTestResult, error) {
+	res, err := h.svc.Test(ctx, auth.CallerFrom(ctx), k, id)
+	if err != nil {
+		return api.ProviderTestResult{}, err
+	}
+	out := api.ProviderTestResult{Result: api.ProviderTestResultResult(res.Outcome), DurationMs: int(res.Duration.Milliseconds())}
+	if res.Message != "" {
+		out.Message = nullable.NewNullableWithValue(res.Message)
+	} else {
+		out.Message = nullable.NewNullNullable[string]()
+	}
+	return out, nil
 }
 
 // The shared steps of the per-kind handlers.

@@ -240,3 +240,48 @@ func (h *ProviderHandlers) UpdateMemoryProvider(ctx context.Context, req api.Upd
 	}
 	return api.UpdateMemoryProvider200JSONResponse{Body: v, Headers: api.UpdateMemoryProvider200ResponseHeaders{ETag: &etag}}, nil
 }
+
+// TestModelProvider sends the provider test of a model provider.
+func (h *ProviderHandlers) TestModelProvider(ctx context.Context, req api.TestModelProviderRequestObject) (api.TestModelProviderResponseObject, error) {
+	res, err := h.test(ctx, types.KindModel, req.ProviderId)
+	if err != nil {
+		return nil, err
+	}
+	return api.TestModelProvider200JSONResponse(res), nil
+}
+
+// TestWebProvider sends the provider test of a web provider.
+func (h *ProviderHandlers) TestWebProvider(ctx context.Context, req api.TestWebProviderRequestObject) (api.TestWebProviderResponseObject, error) {
+	res, err := h.test(ctx, types.KindWeb, req.ProviderId)
+	if err != nil {
+		return nil, err
+	}
+	return api.TestWebProvider200JSONResponse(res), nil
+}
+
+// TestEnvironmentProvider sends the provider test of a environment provider.
+func (h *ProviderHandlers) TestEnvironmentProvider(ctx context.Context, req api.TestEnvironmentProviderRequestObject) (api.TestEnvironmentProviderResponseObject, error) {
+	res, err := h.test(ctx, types.KindEnvironment, req.ProviderId)
+	if err != nil {
+		return nil, err
+	}
+	return api.TestEnvironmentProvider200JSONResponse(res), nil
+}
+
+// TestConnectorProvider sends the provider test of a connector provider.
+func (h *ProviderHandlers) TestConnectorProvider(ctx context.Context, req api.TestConnectorProviderRequestObject) (api.TestConnectorProviderResponseObject, error) {
+	res, err := h.test(ctx, types.KindConnector, req.ProviderId)
+	if err != nil {
+		return nil, err
+	}
+	return api.TestConnectorProvider200JSONResponse(res), nil
+}
+
+// TestMemoryProvider sends the provider test of a memory provider.
+func (h *ProviderHandlers) TestMemoryProvider(ctx context.Context, req api.TestMemoryProviderRequestObject) (api.TestMemoryProviderResponseObject, error) {
+	res, err := h.test(ctx, types.KindMemory, req.ProviderId)
+	if err != nil {
+		return nil, err
+	}
+	return api.TestMemoryProvider200JSONResponse(res), nil
+}

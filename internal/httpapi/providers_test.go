@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcdev/svc/gen/client"
 	"github.com/svcdev/svc/internal/apitest"
+	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/testfactory"
 )
 
@@ -30,7 +31,16 @@ type providersBundle struct {
 
 func setupProviders(t *testing.T) *providersBundle {
 	t.Helper()
-	h := apitest.Start(t, apitest.Options{})
+	return setupProvidersWith(t, func(cfg *config.Config) {
+		cfg.EndpointPolicy.AllowedSockets = []string{"/var/run/docker.sock"} // the operator allows the local engine
+	})
+}
+
+// setupProvidersWith starts a process configured by configure, with an admin
+// and a viewer.
+func setupProvidersWith(t *testing.T, configure func(*config.Config)) *providersBundle {
+	t.Helper()
+	h := apitest.Start(t, apitest.Options{Configure: configure})
 	admin := testfactory.Bootstrap(t, h.App.Pool)
 	viewer := testfactory.AddMember(t, h.App.Pool, admin.OrganizationID, admin.WorkspaceID, testfactory.MemberOpts{WorkspaceRole: "viewer"})
 	return &providersBundle{h: h, admin: admin, api: h.Client(t, admin.APIKey), viewer: viewer}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/oapi-codegen/nullable"
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,7 @@ import (
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/provider"
+	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
@@ -216,7 +218,7 @@ func TestProvidersSecretsBoundToTheirRow(t *testing.T) {
 	require.NoError(t, err)
 	policy, err := endpoint.NewPolicy(config.EndpointPolicy{})
 	require.NoError(t, err)
-	svc := provider.NewService(b.h.App.Pool, b.h.App.Keyring, reg, policy)
+	svc := provider.NewService(b.h.App.Pool, b.h.App.Keyring, reg, policy, probe.New(policy, time.Second))
 	caller := &auth.Caller{PrincipalID: b.admin.PrincipalID, WorkspaceID: b.admin.WorkspaceID, OrganizationID: b.admin.OrganizationID, Role: auth.RoleAdmin}
 
 	s, err := svc.OpenSecrets(t.Context(), caller, types.KindModel, a.Id)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
 )
 
@@ -169,9 +170,14 @@ func endpointFields(t types.Type) []string {
 // validateConfig validates cfg against the type's schema, then checks every
 // URL member present in it against the endpoint policy (naming config.<member>).
 // Defaults the request leaves out are not checked here: they are the vendors'
-// public endpoints, and every call is checked again when it is dialled.
-func (s *Service) validateConfig(ctx context.Context, t types.Type, cfg map[string]any) error {
+// public endpoints, and every call is checked again when it is dialled. A
+// container-engine address is checked with the credential the provider will
+// hold (cred), which decides whether it is called over TLS.
+func (s *Service) validateConfig(ctx context.Context, t types.Type, cfg, cred map[string]any) error {
 	if err := t.ValidateConfig(cfg); err != nil {
+		return err
+	}
+	if err := s.checkEngine(ctx, t, cfg, cred); err != nil {
 		return err
 	}
 	for _, name := range s.endpoints[t.ID] {
@@ -184,4 +190,17 @@ func (s *Service) validateConfig(ctx context.Context, t types.Type, cfg map[stri
 		}
 	}
 	return nil
+}
+
+// checkEngine checks the container-engine address of an engine type, given or
+// defaulted, against the endpoint policy.
+func (s *Service) checkEngine(ctx context.Context, t types.Type, cfg, cred map[string]any) error {
+	if t.Engine == "" {
+		return nil
+	}
+	addr, ok := cfg[t.Engine].(string)
+	if !ok {
+		addr, _ = t.Config.Defaults()[t.Engine].(string)
+	}
+	return s.policy.CheckEngine(ctx, "config."+t.Engine, addr, probe.EngineUsesTLS(cred))
 }

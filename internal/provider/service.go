@@ -19,6 +19,7 @@ import (
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/resource"
 )
@@ -36,14 +37,15 @@ type Service struct {
 	ring   *keyring.Ring
 	reg    *types.Registry
 	policy *endpoint.Policy
+	prober *probe.Prober
 	// endpoints lists the URL members of each type's config, by type id.
 	endpoints map[string][]string
 }
 
-// NewService returns a service over pool that validates against reg and policy
-// and seals with ring.
-func NewService(pool *pgxpool.Pool, ring *keyring.Ring, reg *types.Registry, policy *endpoint.Policy) *Service {
-	s := &Service{pool: pool, q: db.New(), ring: ring, reg: reg, policy: policy, endpoints: map[string][]string{}}
+// NewService returns a service over pool that validates against reg and policy,
+// seals with ring and tests providers with prober.
+func NewService(pool *pgxpool.Pool, ring *keyring.Ring, reg *types.Registry, policy *endpoint.Policy, prober *probe.Prober) *Service {
+	s := &Service{pool: pool, q: db.New(), ring: ring, reg: reg, policy: policy, prober: prober, endpoints: map[string][]string{}}
 	for _, k := range types.Kinds {
 		for _, t := range reg.List(k) {
 			s.endpoints[t.ID] = endpointFields(t)
@@ -64,7 +66,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, k types.Kind, in C
 	if err != nil {
 		return Provider{}, err
 	}
-	if err := s.validateConfig(ctx, t, in.Config); err != nil {
+	if err := s.validateConfig(ctx, t, in.Config, in.Credential); err != nil {
 		return Provider{}, err
 	}
 	fields := []string{"type", "name", "config"}

@@ -32,7 +32,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, k types.Kind, in U
 	if err != nil {
 		return Provider{}, dbx.Translate(err, "provider")
 	}
-	if err := s.validateUpdate(ctx, k, row.Type, in); err != nil {
+	if err := s.validateUpdate(ctx, k, row, in); err != nil {
 		return Provider{}, err
 	}
 	var newCfg []byte
@@ -99,7 +99,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, k types.Kind, in U
 }
 
 // validateUpdate checks the members given against the provider's type.
-func (s *Service) validateUpdate(ctx context.Context, k types.Kind, typeID string, in UpdateInput) error {
+func (s *Service) validateUpdate(ctx context.Context, k types.Kind, row db.Provider, in UpdateInput) error {
 	if in.Name != nil {
 		if err := validateName(*in.Name); err != nil {
 			return err
@@ -116,24 +116,40 @@ func (s *Service) validateUpdate(ctx context.Context, k types.Kind, typeID strin
 	if in.Config == nil && !in.Credential.Present {
 		return nil
 	}
-	t, ok := s.reg.Lookup(typeID)
+	t, ok := s.reg.Lookup(row.Type)
 	if !ok {
 		// The type was uninstalled (local, after environments.local_enabled was
 		// turned off): its schemas are gone, so config and credential are frozen.
-		return apperr.New(apperr.KindConflict, fmt.Sprintf("provider type %q is not installed", typeID))
-	}
-	if in.Config != nil {
-		if err := s.validateConfig(ctx, t, in.Config); err != nil {
-			return err
-		}
+		return apperr.New(apperr.KindConflict, fmt.Sprintf("provider type %q is not installed", row.Type))
 	}
 	switch {
 	case in.Credential.Value != nil:
-		return t.ValidateCredential(*in.Credential.Value)
+		if err := t.ValidateCredential(*in.Credential.Value); err != nil {
+			return err
+		}
 	case in.Credential.Present && t.CredentialRequired:
 		return apperr.InvalidField("credential", fmt.Sprintf("is required by the %s type and cannot be removed", t.ID))
 	}
-	return nil
+	// The provider as it will be: the given config and credential, else the
+	// stored ones.
+	cred := derefMap(in.Credential.Value)
+	if !in.Credential.Present {
+		if err := s.open(row.ID, row.Credential, &cred); err != nil {
+			return err
+		}
+	}
+	cfg := in.Config
+	if cfg == nil {
+		stored, err := decodeConfig(row.Config)
+		if err != nil {
+			return fmt.Errorf("provider %s: stored config: %w", row.ID, err)
+		}
+		if err := s.checkEngine(ctx, t, stored, cred); err != nil {
+			return err
+		}
+		return nil
+	}
+	return s.validateConfig(ctx, t, cfg, cred)
 }
 
 // resendRequired enforces SPEC 2.5 rule 3: a config change (a new base URL,

@@ -12,5 +12,9 @@ func composio() Type {
 		CredentialRequired: true,
 		SetupURL:           "https://platform.composio.dev/",
 		Probe:              ProbeAuthenticatedRead,
+		Request: &ProbeRequest{
+			Base: "base_url", Path: "/api/v3/auth_configs", Query: map[string]string{"limit": "1"},
+			AuthHeader: "x-api-key", Expect: "items",
+		},
 	}
 }

@@ -9,8 +9,8 @@ func docker() Type {
 		"tls_key":  secret("Client private key (PEM)."),
 	})
 	tls.doc["dependentRequired"] = map[string]any{"tls_cert": []string{"tls_key"}, "tls_key": []string{"tls_cert"}}
-	return envType("docker", "Docker", object(props{
-		"host":        withDefault(pattern("Engine address: unix:///path, tcp://host:port or ssh://user@host.", `^(unix|tcp|ssh|npipe)://.+`), "unix:///var/run/docker.sock"),
+	t := envType("docker", "Docker", object(props{
+		"host":        withDefault(pattern("Engine address: unix:///path/to/socket, or tcp://host:port (over TLS when the credential holds a client certificate).", `^(unix:///|tcp://)\S+$`), "unix:///var/run/docker.sock"),
 		"api_version": pattern("Engine API version to pin, e.g. 1.47; negotiated when left out.", `^1\.[0-9]{1,3}$`),
 		"network":     str("Network the containers join; none when left out."),
 	}), tls, false, "https://docs.docker.com/engine/security/protect-access/", ProbeEnginePing, Environment{
@@ -24,4 +24,6 @@ func docker() Type {
 		}, "image"),
 		ManagedInstances: true, Stop: true, Destroy: true,
 	})
+	t.Engine = "host"
+	return t
 }

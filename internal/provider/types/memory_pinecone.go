@@ -13,5 +13,10 @@ func pinecone() Type {
 		CredentialRequired: true,
 		SetupURL:           "https://app.pinecone.io/organizations/-/projects",
 		Probe:              ProbeNamespacePage,
+		Request: &ProbeRequest{
+			Base: "index_host", Path: "/vectors/list", Query: map[string]string{"namespace": "{namespace}", "limit": "1"},
+			Headers:    map[string]string{"X-Pinecone-API-Version": "2025-04"},
+			AuthHeader: "Api-Key", Expect: "namespace",
+		},
 	}
 }

@@ -1,7 +1,8 @@
 package types
 
-// turbopuffer is turbopuffer; each memory is a namespace. Probe: query one page
-// of a namespace no memory uses.
+// turbopuffer is turbopuffer; each memory is a namespace. Probe: list one page
+// of the namespaces whose names start with a namespace no memory uses (GET
+// {base_url}/v1/namespaces?prefix=...).
 func turbopuffer() Type {
 	return Type{
 		ID: "turbopuffer", DisplayName: "turbopuffer", Kind: KindMemory,
@@ -13,5 +14,10 @@ func turbopuffer() Type {
 		CredentialRequired: true,
 		SetupURL:           "https://turbopuffer.com/dashboard",
 		Probe:              ProbeNamespacePage,
+		Request: &ProbeRequest{
+			Base: "base_url", Fallback: "https://{region}.turbopuffer.com",
+			Path: "/v1/namespaces", Query: map[string]string{"prefix": "{namespace}", "page_size": "1"},
+			AuthHeader: "Authorization", AuthPrefix: "Bearer ", Expect: "namespaces",
+		},
 	}
 }

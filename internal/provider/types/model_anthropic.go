@@ -12,6 +12,11 @@ func anthropic() Type {
 		CredentialRequired: true,
 		SetupURL:           "https://console.anthropic.com/settings/keys",
 		Probe:              ProbeAuthenticatedRead,
-		APIs:               []API{messages()},
+		Request: &ProbeRequest{
+			Base: "base_url", Path: "/v1/models", Query: map[string]string{"limit": "1"},
+			Headers:    map[string]string{"anthropic-version": "2023-06-01"},
+			AuthHeader: "x-api-key", Expect: "data",
+		},
+		APIs: []API{messages()},
 	}
 }

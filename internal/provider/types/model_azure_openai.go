@@ -14,6 +14,10 @@ func azureOpenAI() Type {
 		CredentialRequired: true,
 		SetupURL:           "https://learn.microsoft.com/azure/ai-foundry/openai/how-to/create-resource",
 		Probe:              ProbeAuthenticatedRead,
-		APIs:               []API{chatCompletions(), responses()},
+		Request: &ProbeRequest{
+			Base: "endpoint", Path: "/openai/models", Query: map[string]string{"api-version": "{api_version}"},
+			AuthHeader: "api-key", Expect: "data",
+		},
+		APIs: []API{chatCompletions(), responses()},
 	}
 }

@@ -12,6 +12,10 @@ func cohere() Type {
 		CredentialRequired: true,
 		SetupURL:           "https://dashboard.cohere.com/api-keys",
 		Probe:              ProbeAuthenticatedRead,
-		APIs:               []API{cohereChat()},
+		Request: &ProbeRequest{
+			Base: "base_url", Path: "/v1/models", Query: map[string]string{"page_size": "1"},
+			AuthHeader: "Authorization", AuthPrefix: "Bearer ", Expect: "models",
+		},
+		APIs: []API{cohereChat()},
 	}
 }

@@ -11,6 +11,7 @@ func hostedChat(id, name, baseURL, keyDesc, setupURL string) Type {
 		CredentialRequired: true,
 		SetupURL:           setupURL,
 		Probe:              ProbeAuthenticatedRead,
+		Request:            bearerModels(),
 		APIs:               []API{chatCompletions()},
 	}
 }

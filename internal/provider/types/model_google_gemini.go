@@ -12,6 +12,10 @@ func googleGemini() Type {
 		CredentialRequired: true,
 		SetupURL:           "https://aistudio.google.com/app/apikey",
 		Probe:              ProbeAuthenticatedRead,
-		APIs:               []API{generateContent()},
+		Request: &ProbeRequest{
+			Base: "base_url", Path: "/v1beta/models", Query: map[string]string{"pageSize": "1"},
+			AuthHeader: "x-goog-api-key", Expect: "models",
+		},
+		APIs: []API{generateContent()},
 	}
 }

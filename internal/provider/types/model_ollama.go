@@ -13,6 +13,10 @@ func ollama() Type {
 		CredentialRequired: false,
 		SetupURL:           "https://ollama.com/download",
 		Probe:              ProbeAuthenticatedRead,
-		APIs:               []API{chatCompletions()},
+		Request: &ProbeRequest{
+			Base: "base_url", Path: "/api/tags",
+			AuthHeader: "Authorization", AuthPrefix: "Bearer ", Expect: "models",
+		},
+		APIs: []API{chatCompletions()},
 	}
 }

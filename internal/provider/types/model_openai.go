@@ -13,6 +13,10 @@ func openAI() Type {
 		CredentialRequired: true,
 		SetupURL:           "https://platform.openai.com/api-keys",
 		Probe:              ProbeAuthenticatedRead,
-		APIs:               []API{chatCompletions(), responses()},
+		Request: withHeaders(bearerModels(), map[string]string{
+			"OpenAI-Organization": "{organization}",
+			"OpenAI-Project":      "{project}",
+		}),
+		APIs: []API{chatCompletions(), responses()},
 	}
 }

@@ -12,6 +12,7 @@ func openAICompatible() Type {
 		CredentialRequired: false,
 		SetupURL:           "https://platform.openai.com/docs/api-reference/chat",
 		Probe:              ProbeAuthenticatedRead,
+		Request:            bearerModels(),
 		APIs:               []API{chatCompletions()},
 	}
 }

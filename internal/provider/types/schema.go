@@ -42,6 +42,21 @@ func (s *Schema) Document() map[string]any {
 	return doc
 }
 
+// Defaults returns the default values the schema declares for its top-level
+// members: what a config that leaves a member out means.
+func (s *Schema) Defaults() map[string]any {
+	out := map[string]any{}
+	props, _ := s.doc["properties"].(map[string]any)
+	for name, p := range props {
+		if m, ok := p.(map[string]any); ok {
+			if def, ok := m["default"]; ok {
+				out[name] = def
+			}
+		}
+	}
+	return out
+}
+
 // compiler compiles the schemas of all types with one jsonschema compiler.
 type compiler struct{ c *jsonschema.Compiler }
 

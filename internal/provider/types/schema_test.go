@@ -168,7 +168,7 @@ func TestValidateConfig(t *testing.T) {
 		}},
 		{"Bedrock", "aws_bedrock", map[string]any{"region": "eu-central-1"}, nil},
 		{"DockerHost", "docker", map[string]any{"host": "/var/run/docker.sock"}, []apperr.Detail{
-			{Field: "config.host", Reason: "must match the pattern ^(unix|tcp|ssh|npipe)://.+"},
+			{Field: "config.host", Reason: "must match the pattern ^(unix:///|tcp://)\\S+$"},
 		}},
 		{"NotAnObject", "openai", []string{"x"}, []apperr.Detail{{Field: "config", Reason: "must be an object"}}},
 		{"SearXNGNeedsItsURL", "searxng", map[string]any{}, []apperr.Detail{{Field: "config.base_url", Reason: "is required"}}},

@@ -65,6 +65,42 @@ const (
 	ProbeNamespacePage ProbeKind = "namespace_page"
 )
 
+// ProbeRequest is the one inexpensive, read-only HTTP request the provider test
+// sends for an authenticated_read or namespace_page probe. Its strings may hold
+// {member} placeholders, replaced by the config's string member of that name
+// (or the member's schema default), and {namespace}, replaced by a namespace no
+// memory uses. A query parameter or header whose value comes out empty is left
+// out.
+type ProbeRequest struct {
+	// Base is the config member holding the base URL; when the config leaves it
+	// out, its schema default is used, then Fallback.
+	Base     string
+	Fallback string
+	// Path is appended to the base URL.
+	Path    string
+	Query   map[string]string
+	Headers map[string]string
+	// AuthHeader carries the credential's api_key, after AuthPrefix (such as
+	// "Bearer "). No header is sent when no credential is stored.
+	AuthHeader string
+	AuthPrefix string
+	// Expect names a member a JSON object answer must have; empty accepts any
+	// JSON document.
+	Expect string
+}
+
+// bearerModels is the request of the many vendors that serve GET {base_url}/models
+// with a bearer key and answer an OpenAI-style list.
+func bearerModels() *ProbeRequest {
+	return &ProbeRequest{Base: "base_url", Path: "/models", AuthHeader: "Authorization", AuthPrefix: "Bearer ", Expect: "data"}
+}
+
+// withHeaders adds headers to a probe request.
+func withHeaders(r *ProbeRequest, h map[string]string) *ProbeRequest {
+	r.Headers = h
+	return r
+}
+
 // API is one model API a model type speaks, with the schema of a model's
 // settings on it.
 type API struct {
@@ -101,6 +137,13 @@ type Type struct {
 	// no vendor.
 	SetupURL string
 	Probe    ProbeKind
+	// Engine names the config member holding a container-engine address
+	// (unix:///socket or tcp://host:port), checked by the endpoint policy as an
+	// engine; docker only.
+	Engine string
+	// Request is the probe's request for authenticated_read and namespace_page
+	// probes; nil for the others.
+	Request *ProbeRequest
 
 	// APIs is set on model types only.
 	APIs []API
@@ -167,6 +210,8 @@ func (t Type) check() error {
 		return fmt.Errorf("provider type %q: config and credential schemas are required", t.ID)
 	case t.Probe == "":
 		return fmt.Errorf("provider type %q: no probe kind", t.ID)
+	case (t.Probe == ProbeAuthenticatedRead || t.Probe == ProbeNamespacePage) != (t.Request != nil):
+		return fmt.Errorf("provider type %q: HTTP probes, and only they, declare their request", t.ID)
 	case (t.Kind == KindModel) != (len(t.APIs) > 0):
 		return fmt.Errorf("provider type %q: model types, and only they, list APIs", t.ID)
 	case (t.Kind == KindWeb) != (len(t.Operations) > 0):
