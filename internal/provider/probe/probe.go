@@ -177,8 +177,29 @@ func baseURL(t Target, r *types.ProbeRequest, vars map[string]string) (string, b
 	if r.Fallback == "" {
 		return "", false
 	}
-	v := expand(r.Fallback, vars, url.PathEscape)
-	return v, !strings.Contains(v, "://.") && !strings.HasSuffix(v, "://")
+	for _, name := range placeholders(r.Fallback) {
+		if vars[name] == "" {
+			return "", false
+		}
+	}
+	return expand(r.Fallback, vars, url.PathEscape), true
+}
+
+// placeholders lists the {name}s of s.
+func placeholders(s string) []string {
+	var names []string
+	for {
+		open := strings.IndexByte(s, '{')
+		if open < 0 {
+			return names
+		}
+		end := strings.IndexByte(s[open:], '}')
+		if end < 0 {
+			return names
+		}
+		names = append(names, s[open+1:open+end])
+		s = s[open+end+1:]
+	}
 }
 
 // expand replaces each {name} in s with vars[name], escaped by esc when not
