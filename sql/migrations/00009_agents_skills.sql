@@ -57,6 +57,13 @@ CREATE INDEX head_workspace_kind_idx ON head (workspace_id, kind, id DESC);
 -- label=key:value selectors are `labels @> {...}`; jsonb_path_ops is the
 -- smaller, faster GIN operator class for containment.
 CREATE INDEX head_labels_idx ON head USING gin (labels jsonb_path_ops);
+-- The planner estimates `labels @> {...}` by testing the selectors against the
+-- column's histogram of whole label objects. With the default 100 entries it
+-- cannot see below about 1 %, so a selector matching 0.4 % of a workspace's
+-- heads looked common enough to walk the id index and filter (16,000 rows
+-- for one page); 1000 entries resolve 0.1 % and send such lists to the label
+-- index (docs/performance.md, "Agents and skills").
+ALTER TABLE head ALTER COLUMN labels SET STATISTICS 1000;
 -- q is a case-insensitive substring of name or description. The newline
 -- joining them cannot occur in q (control characters are refused), so a match
 -- never straddles the two.
