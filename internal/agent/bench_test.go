@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,5 +145,4 @@ func explain(b *testing.B, tb *testBundle, selectors []string) {
 	}
 	require.NoError(b, rows.Err())
 	b.Logf("EXPLAIN (ANALYZE, BUFFERS) for %v:\n%s", selectors, strings.Join(plan, "\n"))
-	fmt.Println() // keep -v output readable when the plan is printed
 }
