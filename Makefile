@@ -10,7 +10,7 @@ GOTOOL := go tool -modfile=tools/go.mod
 # sqlc's parser uses cgo.
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test test/go bench bench/go generate generate/api generate/sqlc check-generated vet fmt services clean
+.PHONY: all build run test test/go bench bench/go bench/agents generate generate/api generate/sqlc check-generated vet fmt services clean
 
 all: build
 
@@ -32,6 +32,10 @@ bench:
 ## bench/go: the Go micro-benchmarks (sealing, the JSON guard)
 bench/go:
 	go test -run '^$$' -bench . -benchmem ./internal/keyring ./internal/jsonguard
+
+## bench/agents: publish latency and label-filtered lists over 100,000 agents (needs TEST_DATABASE_URL)
+bench/agents:
+	go test -v -run '^$$' -bench 'BenchmarkPublish|BenchmarkListThreeLabels' -benchtime 2s ./internal/agent
 
 ## generate: regenerate gen/ from openapi/openapi.yaml and sql/
 generate: generate/api generate/sqlc

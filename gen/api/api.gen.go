@@ -17,6 +17,24 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AgentWebToolsOperations.
+const (
+	AgentWebToolsOperationsFetch  AgentWebToolsOperations = "fetch"
+	AgentWebToolsOperationsSearch AgentWebToolsOperations = "search"
+)
+
+// Valid indicates whether the value is a known member of the AgentWebToolsOperations enum.
+func (e AgentWebToolsOperations) Valid() bool {
+	switch e {
+	case AgentWebToolsOperationsFetch:
+		return true
+	case AgentWebToolsOperationsSearch:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreatedInvitationDelivery.
 const (
 	CreatedInvitationDeliveryQueued CreatedInvitationDelivery = "queued"
@@ -399,6 +417,203 @@ type AcceptedInvitation struct {
 	UserId      string     `json:"user_id"`
 }
 
+// Agent defines model for Agent.
+type Agent struct {
+	// Archived Archived agents start no new runs and cannot be newly referenced as subagents.
+	Archived    bool                         `json:"archived"`
+	ArchivedAt  nullable.Nullable[time.Time] `json:"archived_at"`
+	CreatedAt   time.Time                    `json:"created_at"`
+	CreatedById string                       `json:"created_by_id"`
+
+	// DefaultRevisionId The revision new runs use when they pin none.
+	//
+	// Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
+	DefaultRevisionId string `json:"default_revision_id"`
+	Description       string `json:"description"`
+
+	// Id Example: ap_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels Labels `json:"labels"`
+
+	// LatestRevisionNumber The number of the newest revision.
+	LatestRevisionNumber int       `json:"latest_revision_number"`
+	Name                 string    `json:"name"`
+	UpdatedAt            time.Time `json:"updated_at"`
+	UpdatedById          string    `json:"updated_by_id"`
+	Version              int       `json:"version"`
+}
+
+// AgentConfig A stored agent configuration, normalized from `AgentConfigInput`.
+//
+// Example: {"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+type AgentConfig struct {
+	Instructions string `json:"instructions"`
+	Limits       struct {
+		MaxSteps       int `json:"max_steps"`
+		MaxTokens      int `json:"max_tokens"`
+		TimeoutSeconds int `json:"timeout_seconds"`
+	} `json:"limits"`
+	Memories []AgentMemoryRef `json:"memories"`
+	Model    string           `json:"model"`
+	Skills   []struct {
+		RevisionId nullable.Nullable[string] `json:"revision_id"`
+		SkillId    string                    `json:"skill_id"`
+	} `json:"skills"`
+	Subagents []AgentSubagentRef `json:"subagents"`
+	Tools     struct {
+		Connections []struct {
+			Actions      nullable.Nullable[[]string] `json:"actions"`
+			ConnectionId string                      `json:"connection_id"`
+		} `json:"connections"`
+
+		// Environment The environment template the agent's runs start their environment from; the
+		// environment tools act in it, and skills' packages are unpacked there. null for none.
+		Environment nullable.Nullable[AgentEnvironmentTools] `json:"environment"`
+
+		// Web The web toolset; null for none.
+		Web nullable.Nullable[AgentWebTools] `json:"web"`
+	} `json:"tools"`
+}
+
+// AgentConfigInput An agent configuration as sent. Members left out take their defaults; the stored
+// revision shows the normalized form (`AgentConfig`), with every member present, web
+// operations and connection actions sorted. Content identity is decided on that form.
+// Every id is checked when publishing (404 naming the field when absent or in another
+// workspace; 409 `disabled` for a disabled model, model provider or web provider; 409
+// `conflict` for an archived skill or subagent).
+//
+// Example: {"instructions":"You triage support tickets. Search the web for known outages before answering.","limits":{"max_steps":40,"max_tokens":200000,"timeout_seconds":900},"memories":[{"memory_id":"mem_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"model":"gpt-4.1-mini","skills":[{"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"revision_id":"rev_01jd5v6w1q3yb8j8y3tn9z2k7k","skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"subagents":[{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"tools":{"connections":[{"actions":["GITHUB_CREATE_ISSUE","GITHUB_LIST_ISSUES"],"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"environment":{"template_id":"et_01jd5v6w1q3yb8j8y3tn9z2k7h"},"web":{"operations":["search","fetch"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+type AgentConfigInput struct {
+	// Instructions System instructions; line breaks and tabs are the only control characters allowed.
+	Instructions *string `json:"instructions,omitempty"`
+
+	// Limits Bounds of one run; members left out take their defaults.
+	Limits   *AgentLimitsInput `json:"limits,omitempty"`
+	Memories *[]AgentMemoryRef `json:"memories,omitempty"`
+
+	// Model The key of an enabled model of the workspace.
+	Model  string                `json:"model"`
+	Skills *[]AgentSkillRefInput `json:"skills,omitempty"`
+
+	// Subagents Agents of the workspace this agent may delegate to; not itself, none archived.
+	Subagents *[]AgentSubagentRef `json:"subagents,omitempty"`
+	Tools     *AgentToolsInput    `json:"tools,omitempty"`
+}
+
+// AgentConnectionToolsInput defines model for AgentConnectionToolsInput.
+type AgentConnectionToolsInput struct {
+	// Actions The actions allowed; left out or null allows every action the connection offers.
+	Actions nullable.Nullable[[]string] `json:"actions,omitempty"`
+
+	// ConnectionId A connection of the workspace (con_…).
+	ConnectionId string `json:"connection_id"`
+}
+
+// AgentEnvironmentTools The environment template the agent's runs start their environment from; the
+// environment tools act in it, and skills' packages are unpacked there. null for none.
+type AgentEnvironmentTools struct {
+	// TemplateId An enabled environment template of the workspace (et_…).
+	TemplateId string `json:"template_id"`
+}
+
+// AgentLimitsInput Bounds of one run; members left out take their defaults.
+type AgentLimitsInput struct {
+	// MaxSteps Model calls per run.
+	MaxSteps *int `json:"max_steps,omitempty"`
+
+	// MaxTokens Input plus output tokens per run.
+	MaxTokens *int `json:"max_tokens,omitempty"`
+
+	// TimeoutSeconds Wall-clock time per run.
+	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
+}
+
+// AgentMemoryRef defines model for AgentMemoryRef.
+type AgentMemoryRef struct {
+	// MemoryId A memory of the workspace (mem_…).
+	MemoryId string `json:"memory_id"`
+}
+
+// AgentPage defines model for AgentPage.
+type AgentPage struct {
+	Items      []Agent                   `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// AgentRevision An immutable revision; it has no version and no ETag, since it never changes.
+type AgentRevision struct {
+	AgentId string `json:"agent_id"`
+
+	// Config A stored agent configuration, normalized from `AgentConfigInput`.
+	//
+	// Example: {"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+	Config AgentConfig `json:"config"`
+
+	// ContentHash `sha256:` and the SHA-256 of the canonical JSON of the normalized `config` (object
+	// keys sorted, no insignificant space). Equal hashes mean identical content.
+	//
+	//
+	// Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
+	ContentHash ContentHash `json:"content_hash"`
+	CreatedAt   time.Time   `json:"created_at"`
+	CreatedById string      `json:"created_by_id"`
+
+	// Id Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id     string `json:"id"`
+	Number int    `json:"number"`
+}
+
+// AgentRevisionPage defines model for AgentRevisionPage.
+type AgentRevisionPage struct {
+	Items      []AgentRevision           `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// AgentSkillRefInput defines model for AgentSkillRefInput.
+type AgentSkillRefInput struct {
+	// RevisionId A revision of that skill to pin; left out or null uses the skill's default revision at run start.
+	RevisionId nullable.Nullable[string] `json:"revision_id,omitempty"`
+
+	// SkillId A skill of the workspace that is not archived.
+	SkillId string `json:"skill_id"`
+}
+
+// AgentSubagentRef defines model for AgentSubagentRef.
+type AgentSubagentRef struct {
+	// AgentId Another agent of the workspace that is not archived.
+	AgentId string `json:"agent_id"`
+}
+
+// AgentToolsInput defines model for AgentToolsInput.
+type AgentToolsInput struct {
+	Connections *[]AgentConnectionToolsInput `json:"connections,omitempty"`
+
+	// Environment The environment template the agent's runs start their environment from; the
+	// environment tools act in it, and skills' packages are unpacked there. null for none.
+	Environment nullable.Nullable[AgentEnvironmentTools] `json:"environment,omitempty"`
+
+	// Web The web toolset; null for none.
+	Web nullable.Nullable[AgentWebTools] `json:"web,omitempty"`
+}
+
+// AgentWebTools The web toolset; null for none.
+type AgentWebTools struct {
+	// Operations Distinct operations its type serves (see `GET /api/v1/provider-types/web`).
+	Operations []AgentWebToolsOperations `json:"operations"`
+
+	// ProviderId An enabled web provider of the workspace.
+	ProviderId string `json:"provider_id"`
+}
+
+// AgentWebToolsOperations defines model for AgentWebTools.Operations.
+type AgentWebToolsOperations string
+
 // AuditEvent defines model for AuditEvent.
 type AuditEvent struct {
 	// Action Example: workspace.updated
@@ -423,6 +638,12 @@ type AuditEventPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// ContentHash `sha256:` and the SHA-256 of the canonical JSON of the normalized `config` (object
+// keys sorted, no insignificant space). Equal hashes mean identical content.
+//
+// Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
+type ContentHash = string
+
 // CreateAPIKeyRequest defines model for CreateAPIKeyRequest.
 type CreateAPIKeyRequest struct {
 	// ExpiresAt Must be in the future.
@@ -431,6 +652,33 @@ type CreateAPIKeyRequest struct {
 	// Name 1 to 200 characters, no control characters.
 	Name Name          `json:"name"`
 	Role WorkspaceRole `json:"role"`
+}
+
+// CreateAgentRequest defines model for CreateAgentRequest.
+type CreateAgentRequest struct {
+	// Config An agent configuration as sent. Members left out take their defaults; the stored
+	// revision shows the normalized form (`AgentConfig`), with every member present, web
+	// operations and connection actions sorted. Content identity is decided on that form.
+	// Every id is checked when publishing (404 naming the field when absent or in another
+	// workspace; 409 `disabled` for a disabled model, model provider or web provider; 409
+	// `conflict` for an archived skill or subagent).
+	//
+	//
+	// Example: {"instructions":"You triage support tickets. Search the web for known outages before answering.","limits":{"max_steps":40,"max_tokens":200000,"timeout_seconds":900},"memories":[{"memory_id":"mem_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"model":"gpt-4.1-mini","skills":[{"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"revision_id":"rev_01jd5v6w1q3yb8j8y3tn9z2k7k","skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"subagents":[{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"tools":{"connections":[{"actions":["GITHUB_CREATE_ISSUE","GITHUB_LIST_ISSUES"],"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"environment":{"template_id":"et_01jd5v6w1q3yb8j8y3tn9z2k7h"},"web":{"operations":["search","fetch"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+	Config AgentConfigInput `json:"config"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name Name `json:"name"`
 }
 
 // CreateInvitationRequest defines model for CreateInvitationRequest.
@@ -498,6 +746,25 @@ type CreateProviderRequest struct {
 	Type string `json:"type"`
 }
 
+// CreateSkillRequest defines model for CreateSkillRequest.
+type CreateSkillRequest struct {
+	// Config Example: {"instructions":"Use this skill to fill in PDF forms: run scripts/fill.py with the form and a JSON of values.","metadata":{"license":"MIT","tags":["pdf","forms"]},"package":{"asset_id":"as_01jd5v6w1q3yb8j8y3tn9z2k7h"}}
+	Config SkillConfigInput `json:"config"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name Name `json:"name"`
+}
+
 // CreateWorkspaceRequest defines model for CreateWorkspaceRequest.
 type CreateWorkspaceRequest struct {
 	// Name 1 to 200 characters, no control characters.
@@ -531,6 +798,9 @@ type CreatedWorkspace struct {
 	ApiKey    string    `json:"api_key"`
 	Workspace Workspace `json:"workspace"`
 }
+
+// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+type Description = string
 
 // Error defines model for Error.
 type Error struct {
@@ -613,6 +883,12 @@ type InvitationRole string
 
 // JSONSchema A JSON Schema (draft 2020-12) document; `$schema` names the dialect.
 type JSONSchema map[string]interface{}
+
+// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+// printable characters (may be empty). Lists select on them with `label=key:value`.
+//
+// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+type Labels map[string]string
 
 // Me defines model for Me.
 type Me struct {
@@ -859,6 +1135,28 @@ type ProviderTypeList struct {
 	Kind  ProviderKind   `json:"kind"`
 }
 
+// PublishAgentRevisionRequest defines model for PublishAgentRevisionRequest.
+type PublishAgentRevisionRequest struct {
+	// Config An agent configuration as sent. Members left out take their defaults; the stored
+	// revision shows the normalized form (`AgentConfig`), with every member present, web
+	// operations and connection actions sorted. Content identity is decided on that form.
+	// Every id is checked when publishing (404 naming the field when absent or in another
+	// workspace; 409 `disabled` for a disabled model, model provider or web provider; 409
+	// `conflict` for an archived skill or subagent).
+	//
+	//
+	// Example: {"instructions":"You triage support tickets. Search the web for known outages before answering.","limits":{"max_steps":40,"max_tokens":200000,"timeout_seconds":900},"memories":[{"memory_id":"mem_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"model":"gpt-4.1-mini","skills":[{"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"revision_id":"rev_01jd5v6w1q3yb8j8y3tn9z2k7k","skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"subagents":[{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"tools":{"connections":[{"actions":["GITHUB_CREATE_ISSUE","GITHUB_LIST_ISSUES"],"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"environment":{"template_id":"et_01jd5v6w1q3yb8j8y3tn9z2k7h"},"web":{"operations":["search","fetch"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+	Config      AgentConfigInput `json:"config"`
+	MakeDefault *bool            `json:"make_default,omitempty"`
+}
+
+// PublishSkillRevisionRequest defines model for PublishSkillRevisionRequest.
+type PublishSkillRevisionRequest struct {
+	// Config Example: {"instructions":"Use this skill to fill in PDF forms: run scripts/fill.py with the form and a JSON of values.","metadata":{"license":"MIT","tags":["pdf","forms"]},"package":{"asset_id":"as_01jd5v6w1q3yb8j8y3tn9z2k7h"}}
+	Config      SkillConfigInput `json:"config"`
+	MakeDefault *bool            `json:"make_default,omitempty"`
+}
+
 // Readiness defines model for Readiness.
 type Readiness struct {
 	// Degraded Present only while a non-essential dependency is unreachable.
@@ -877,6 +1175,126 @@ type ReadinessStatus string
 
 // Role The process role.
 type Role string
+
+// Skill defines model for Skill.
+type Skill struct {
+	// Archived Archived skills cannot be newly referenced by agents.
+	Archived    bool                         `json:"archived"`
+	ArchivedAt  nullable.Nullable[time.Time] `json:"archived_at"`
+	CreatedAt   time.Time                    `json:"created_at"`
+	CreatedById string                       `json:"created_by_id"`
+
+	// DefaultRevisionId The revision agents use when they pin none.
+	//
+	// Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
+	DefaultRevisionId string `json:"default_revision_id"`
+	Description       string `json:"description"`
+
+	// Id Example: sk_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels               Labels    `json:"labels"`
+	LatestRevisionNumber int       `json:"latest_revision_number"`
+	Name                 string    `json:"name"`
+	UpdatedAt            time.Time `json:"updated_at"`
+	UpdatedById          string    `json:"updated_by_id"`
+	Version              int       `json:"version"`
+}
+
+// SkillConfig A stored skill configuration, normalized from `SkillConfigInput`.
+//
+// Example: {"instructions":"Use this skill to fill in PDF forms.","metadata":{},"package":null}
+type SkillConfig struct {
+	Instructions string                 `json:"instructions"`
+	Metadata     map[string]interface{} `json:"metadata"`
+
+	// Package The skill's files: an asset of the workspace (as_…) holding a zip, tar or gzipped tar
+	// archive with at most 2000 entries and 64 MiB of content, relative paths only (no `..`,
+	// backslashes, NUL or absolute paths) and symbolic links only within the archive. null
+	// for none.
+	Package nullable.Nullable[SkillPackage] `json:"package"`
+}
+
+// SkillConfigInput Example: {"instructions":"Use this skill to fill in PDF forms: run scripts/fill.py with the form and a JSON of values.","metadata":{"license":"MIT","tags":["pdf","forms"]},"package":{"asset_id":"as_01jd5v6w1q3yb8j8y3tn9z2k7h"}}
+type SkillConfigInput struct {
+	// Instructions What the skill is for and how to use it.
+	Instructions string `json:"instructions"`
+
+	// Metadata Free JSON for authors and tools; at most 16 KiB encoded and 8 levels deep. Left out, `{}`.
+	Metadata *map[string]interface{} `json:"metadata,omitempty"`
+
+	// Package The skill's files: an asset of the workspace (as_…) holding a zip, tar or gzipped tar
+	// archive with at most 2000 entries and 64 MiB of content, relative paths only (no `..`,
+	// backslashes, NUL or absolute paths) and symbolic links only within the archive. null
+	// for none.
+	Package nullable.Nullable[SkillPackage] `json:"package,omitempty"`
+}
+
+// SkillPackage The skill's files: an asset of the workspace (as_…) holding a zip, tar or gzipped tar
+// archive with at most 2000 entries and 64 MiB of content, relative paths only (no `..`,
+// backslashes, NUL or absolute paths) and symbolic links only within the archive. null
+// for none.
+type SkillPackage struct {
+	AssetId string `json:"asset_id"`
+}
+
+// SkillPage defines model for SkillPage.
+type SkillPage struct {
+	Items      []Skill                   `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// SkillRevision An immutable revision; it has no version and no ETag, since it never changes.
+type SkillRevision struct {
+	// Config A stored skill configuration, normalized from `SkillConfigInput`.
+	//
+	// Example: {"instructions":"Use this skill to fill in PDF forms.","metadata":{},"package":null}
+	Config SkillConfig `json:"config"`
+
+	// ContentHash `sha256:` and the SHA-256 of the canonical JSON of the normalized `config` (object
+	// keys sorted, no insignificant space). Equal hashes mean identical content.
+	//
+	//
+	// Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
+	ContentHash ContentHash `json:"content_hash"`
+	CreatedAt   time.Time   `json:"created_at"`
+	CreatedById string      `json:"created_by_id"`
+
+	// Id Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id      string `json:"id"`
+	Number  int    `json:"number"`
+	SkillId string `json:"skill_id"`
+}
+
+// SkillRevisionPage defines model for SkillRevisionPage.
+type SkillRevisionPage struct {
+	Items      []SkillRevision           `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// UpdateAgentRequest defines model for UpdateAgentRequest.
+type UpdateAgentRequest struct {
+	// DefaultRevisionId A revision of this agent.
+	DefaultRevisionId *string `json:"default_revision_id,omitempty"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name *Name `json:"name,omitempty"`
+}
 
 // UpdateMemberRequest defines model for UpdateMemberRequest.
 type UpdateMemberRequest struct {
@@ -923,6 +1341,25 @@ type UpdateProviderRequest struct {
 	Name *Name `json:"name,omitempty"`
 }
 
+// UpdateSkillRequest defines model for UpdateSkillRequest.
+type UpdateSkillRequest struct {
+	// DefaultRevisionId A revision of this skill.
+	DefaultRevisionId *string `json:"default_revision_id,omitempty"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name *Name `json:"name,omitempty"`
+}
+
 // UpdateWorkspaceRequest defines model for UpdateWorkspaceRequest.
 type UpdateWorkspaceRequest struct {
 	// Name 1 to 200 characters, no control characters.
@@ -955,6 +1392,12 @@ type WorkspaceRole string
 // APIKeyId defines model for APIKeyId.
 type APIKeyId = string
 
+// AgentId defines model for AgentId.
+type AgentId = string
+
+// ArchivedFilter defines model for ArchivedFilter.
+type ArchivedFilter = bool
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -966,6 +1409,9 @@ type IfMatch = string
 
 // InvitationId defines model for InvitationId.
 type InvitationId = string
+
+// LabelSelector defines model for LabelSelector.
+type LabelSelector = []string
 
 // Limit defines model for Limit.
 type Limit = int
@@ -981,6 +1427,15 @@ type PrincipalId = string
 
 // ProviderId defines model for ProviderId.
 type ProviderId = string
+
+// RevisionId defines model for RevisionId.
+type RevisionId = string
+
+// SearchQuery defines model for SearchQuery.
+type SearchQuery = string
+
+// SkillId defines model for SkillId.
+type SkillId = string
 
 // WorkspaceId defines model for WorkspaceId.
 type WorkspaceId = string
@@ -1026,6 +1481,84 @@ type Unavailable = Error
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
+
+// ListAgentsParams defines parameters for ListAgents.
+type ListAgentsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Label `key:value`, repeatable up to 8 times; every selected label must match. The value is
+	// what follows the first `:` (it may be empty). A key selected with two values is 400.
+	Label *LabelSelector `form:"label,omitempty" json:"label,omitempty"`
+
+	// Q A case-insensitive substring of the name or the description; no control characters.
+	Q *SearchQuery `form:"q,omitempty" json:"q,omitempty"`
+
+	// Archived `true`: archived only; `false`: active only; left out: both.
+	Archived *ArchivedFilter `form:"archived,omitempty" json:"archived,omitempty"`
+}
+
+// CreateAgentParams defines parameters for CreateAgent.
+type CreateAgentParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateAgentParams defines parameters for UpdateAgent.
+type UpdateAgentParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ArchiveAgentParams defines parameters for ArchiveAgent.
+type ArchiveAgentParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListAgentRevisionsParams defines parameters for ListAgentRevisions.
+type ListAgentRevisionsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PublishAgentRevisionParams defines parameters for PublishAgentRevision.
+type PublishAgentRevisionParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UnarchiveAgentParams defines parameters for UnarchiveAgent.
+type UnarchiveAgentParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
 
 // ListAPIKeysParams defines parameters for ListAPIKeys.
 type ListAPIKeysParams struct {
@@ -1274,6 +1807,84 @@ type CreateOrganizationInvitationParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ListSkillsParams defines parameters for ListSkills.
+type ListSkillsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Label `key:value`, repeatable up to 8 times; every selected label must match. The value is
+	// what follows the first `:` (it may be empty). A key selected with two values is 400.
+	Label *LabelSelector `form:"label,omitempty" json:"label,omitempty"`
+
+	// Q A case-insensitive substring of the name or the description; no control characters.
+	Q *SearchQuery `form:"q,omitempty" json:"q,omitempty"`
+
+	// Archived `true`: archived only; `false`: active only; left out: both.
+	Archived *ArchivedFilter `form:"archived,omitempty" json:"archived,omitempty"`
+}
+
+// CreateSkillParams defines parameters for CreateSkill.
+type CreateSkillParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateSkillParams defines parameters for UpdateSkill.
+type UpdateSkillParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ArchiveSkillParams defines parameters for ArchiveSkill.
+type ArchiveSkillParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListSkillRevisionsParams defines parameters for ListSkillRevisions.
+type ListSkillRevisionsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PublishSkillRevisionParams defines parameters for PublishSkillRevision.
+type PublishSkillRevisionParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UnarchiveSkillParams defines parameters for UnarchiveSkill.
+type UnarchiveSkillParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
 // ListWebProvidersParams defines parameters for ListWebProviders.
 type ListWebProvidersParams struct {
 	// Limit Page size.
@@ -1361,6 +1972,15 @@ type CreateWorkspaceInvitationParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// CreateAgentJSONRequestBody defines body for CreateAgent for application/json ContentType.
+type CreateAgentJSONRequestBody = CreateAgentRequest
+
+// UpdateAgentJSONRequestBody defines body for UpdateAgent for application/json ContentType.
+type UpdateAgentJSONRequestBody = UpdateAgentRequest
+
+// PublishAgentRevisionJSONRequestBody defines body for PublishAgentRevision for application/json ContentType.
+type PublishAgentRevisionJSONRequestBody = PublishAgentRevisionRequest
+
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
 type CreateAPIKeyJSONRequestBody = CreateAPIKeyRequest
 
@@ -1403,6 +2023,15 @@ type UpdateModelJSONRequestBody = UpdateModelRequest
 // CreateOrganizationInvitationJSONRequestBody defines body for CreateOrganizationInvitation for application/json ContentType.
 type CreateOrganizationInvitationJSONRequestBody = CreateInvitationRequest
 
+// CreateSkillJSONRequestBody defines body for CreateSkill for application/json ContentType.
+type CreateSkillJSONRequestBody = CreateSkillRequest
+
+// UpdateSkillJSONRequestBody defines body for UpdateSkill for application/json ContentType.
+type UpdateSkillJSONRequestBody = UpdateSkillRequest
+
+// PublishSkillRevisionJSONRequestBody defines body for PublishSkillRevision for application/json ContentType.
+type PublishSkillRevisionJSONRequestBody = PublishSkillRevisionRequest
+
 // CreateWebProviderJSONRequestBody defines body for CreateWebProvider for application/json ContentType.
 type CreateWebProviderJSONRequestBody = CreateProviderRequest
 
@@ -1420,6 +2049,33 @@ type CreateWorkspaceInvitationJSONRequestBody = CreateInvitationRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListAgents List the agents of the key's workspace
+	// (GET /api/v1/agents)
+	ListAgents(ctx echo.Context, params ListAgentsParams) error
+	// CreateAgent Create an agent with its revision 1
+	// (POST /api/v1/agents)
+	CreateAgent(ctx echo.Context, params CreateAgentParams) error
+	// GetAgent Read an agent
+	// (GET /api/v1/agents/{agent_id})
+	GetAgent(ctx echo.Context, agentId AgentId) error
+	// UpdateAgent Change an agent's name, description, labels or default revision
+	// (PATCH /api/v1/agents/{agent_id})
+	UpdateAgent(ctx echo.Context, agentId AgentId, params UpdateAgentParams) error
+	// ArchiveAgent Archive an agent
+	// (POST /api/v1/agents/{agent_id}/archive)
+	ArchiveAgent(ctx echo.Context, agentId AgentId, params ArchiveAgentParams) error
+	// ListAgentRevisions List an agent's revisions, newest (highest number) first
+	// (GET /api/v1/agents/{agent_id}/revisions)
+	ListAgentRevisions(ctx echo.Context, agentId AgentId, params ListAgentRevisionsParams) error
+	// PublishAgentRevision Publish a revision of an agent
+	// (POST /api/v1/agents/{agent_id}/revisions)
+	PublishAgentRevision(ctx echo.Context, agentId AgentId, params PublishAgentRevisionParams) error
+	// GetAgentRevision Read one revision of an agent
+	// (GET /api/v1/agents/{agent_id}/revisions/{revision_id})
+	GetAgentRevision(ctx echo.Context, agentId AgentId, revisionId RevisionId) error
+	// UnarchiveAgent Make an archived agent active again
+	// (POST /api/v1/agents/{agent_id}/unarchive)
+	UnarchiveAgent(ctx echo.Context, agentId AgentId, params UnarchiveAgentParams) error
 	// ListAPIKeys List the API keys of the key's workspace
 	// (GET /api/v1/api-keys)
 	ListAPIKeys(ctx echo.Context, params ListAPIKeysParams) error
@@ -1534,6 +2190,33 @@ type ServerInterface interface {
 	// ListProviderTypes Describe the installed provider types of a kind
 	// (GET /api/v1/provider-types/{kind})
 	ListProviderTypes(ctx echo.Context, kind string) error
+	// ListSkills List the skills of the key's workspace
+	// (GET /api/v1/skills)
+	ListSkills(ctx echo.Context, params ListSkillsParams) error
+	// CreateSkill Create a skill with its revision 1
+	// (POST /api/v1/skills)
+	CreateSkill(ctx echo.Context, params CreateSkillParams) error
+	// GetSkill Read a skill
+	// (GET /api/v1/skills/{skill_id})
+	GetSkill(ctx echo.Context, skillId SkillId) error
+	// UpdateSkill Change a skill's name, description, labels or default revision
+	// (PATCH /api/v1/skills/{skill_id})
+	UpdateSkill(ctx echo.Context, skillId SkillId, params UpdateSkillParams) error
+	// ArchiveSkill Archive a skill
+	// (POST /api/v1/skills/{skill_id}/archive)
+	ArchiveSkill(ctx echo.Context, skillId SkillId, params ArchiveSkillParams) error
+	// ListSkillRevisions List a skill's revisions, newest (highest number) first
+	// (GET /api/v1/skills/{skill_id}/revisions)
+	ListSkillRevisions(ctx echo.Context, skillId SkillId, params ListSkillRevisionsParams) error
+	// PublishSkillRevision Publish a revision of a skill
+	// (POST /api/v1/skills/{skill_id}/revisions)
+	PublishSkillRevision(ctx echo.Context, skillId SkillId, params PublishSkillRevisionParams) error
+	// GetSkillRevision Read one revision of a skill
+	// (GET /api/v1/skills/{skill_id}/revisions/{revision_id})
+	GetSkillRevision(ctx echo.Context, skillId SkillId, revisionId RevisionId) error
+	// UnarchiveSkill Make an archived skill active again
+	// (POST /api/v1/skills/{skill_id}/unarchive)
+	UnarchiveSkill(ctx echo.Context, skillId SkillId, params UnarchiveSkillParams) error
 	// ListWebProviders List the web providers of the key's workspace
 	// (GET /api/v1/web-providers)
 	ListWebProviders(ctx echo.Context, params ListWebProvidersParams) error
@@ -1578,6 +2261,297 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ListAgents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAgents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAgentsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "label" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "label", ctx.QueryParams(), &params.Label, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter label: %s", err))
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "archived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "archived", ctx.QueryParams(), &params.Archived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter archived: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAgents(ctx, params)
+	return err
+}
+
+// CreateAgent converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateAgent(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateAgentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateAgent(ctx, params)
+	return err
+}
+
+// GetAgent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAgent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "agent_id" -------------
+	var agentId AgentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "agent_id", ctx.Param("agent_id"), &agentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAgent(ctx, agentId)
+	return err
+}
+
+// UpdateAgent converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateAgent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "agent_id" -------------
+	var agentId AgentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "agent_id", ctx.Param("agent_id"), &agentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateAgentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateAgent(ctx, agentId, params)
+	return err
+}
+
+// ArchiveAgent converts echo context to params.
+func (w *ServerInterfaceWrapper) ArchiveAgent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "agent_id" -------------
+	var agentId AgentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "agent_id", ctx.Param("agent_id"), &agentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ArchiveAgentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ArchiveAgent(ctx, agentId, params)
+	return err
+}
+
+// ListAgentRevisions converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAgentRevisions(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "agent_id" -------------
+	var agentId AgentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "agent_id", ctx.Param("agent_id"), &agentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAgentRevisionsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAgentRevisions(ctx, agentId, params)
+	return err
+}
+
+// PublishAgentRevision converts echo context to params.
+func (w *ServerInterfaceWrapper) PublishAgentRevision(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "agent_id" -------------
+	var agentId AgentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "agent_id", ctx.Param("agent_id"), &agentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PublishAgentRevisionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PublishAgentRevision(ctx, agentId, params)
+	return err
+}
+
+// GetAgentRevision converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAgentRevision(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "agent_id" -------------
+	var agentId AgentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "agent_id", ctx.Param("agent_id"), &agentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent_id: %s", err))
+	}
+
+	// ------------- Path parameter "revision_id" -------------
+	var revisionId RevisionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "revision_id", ctx.Param("revision_id"), &revisionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter revision_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAgentRevision(ctx, agentId, revisionId)
+	return err
+}
+
+// UnarchiveAgent converts echo context to params.
+func (w *ServerInterfaceWrapper) UnarchiveAgent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "agent_id" -------------
+	var agentId AgentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "agent_id", ctx.Param("agent_id"), &agentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UnarchiveAgentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UnarchiveAgent(ctx, agentId, params)
+	return err
 }
 
 // ListAPIKeys converts echo context to params.
@@ -2540,6 +3514,297 @@ func (w *ServerInterfaceWrapper) ListProviderTypes(ctx echo.Context) error {
 	return err
 }
 
+// ListSkills converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSkills(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSkillsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "label" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "label", ctx.QueryParams(), &params.Label, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter label: %s", err))
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "archived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "archived", ctx.QueryParams(), &params.Archived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter archived: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSkills(ctx, params)
+	return err
+}
+
+// CreateSkill converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateSkill(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateSkillParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateSkill(ctx, params)
+	return err
+}
+
+// GetSkill converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSkill(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "skill_id" -------------
+	var skillId SkillId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "skill_id", ctx.Param("skill_id"), &skillId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter skill_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSkill(ctx, skillId)
+	return err
+}
+
+// UpdateSkill converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateSkill(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "skill_id" -------------
+	var skillId SkillId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "skill_id", ctx.Param("skill_id"), &skillId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter skill_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateSkillParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateSkill(ctx, skillId, params)
+	return err
+}
+
+// ArchiveSkill converts echo context to params.
+func (w *ServerInterfaceWrapper) ArchiveSkill(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "skill_id" -------------
+	var skillId SkillId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "skill_id", ctx.Param("skill_id"), &skillId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter skill_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ArchiveSkillParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ArchiveSkill(ctx, skillId, params)
+	return err
+}
+
+// ListSkillRevisions converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSkillRevisions(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "skill_id" -------------
+	var skillId SkillId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "skill_id", ctx.Param("skill_id"), &skillId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter skill_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSkillRevisionsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSkillRevisions(ctx, skillId, params)
+	return err
+}
+
+// PublishSkillRevision converts echo context to params.
+func (w *ServerInterfaceWrapper) PublishSkillRevision(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "skill_id" -------------
+	var skillId SkillId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "skill_id", ctx.Param("skill_id"), &skillId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter skill_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PublishSkillRevisionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PublishSkillRevision(ctx, skillId, params)
+	return err
+}
+
+// GetSkillRevision converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSkillRevision(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "skill_id" -------------
+	var skillId SkillId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "skill_id", ctx.Param("skill_id"), &skillId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter skill_id: %s", err))
+	}
+
+	// ------------- Path parameter "revision_id" -------------
+	var revisionId RevisionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "revision_id", ctx.Param("revision_id"), &revisionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter revision_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSkillRevision(ctx, skillId, revisionId)
+	return err
+}
+
+// UnarchiveSkill converts echo context to params.
+func (w *ServerInterfaceWrapper) UnarchiveSkill(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "skill_id" -------------
+	var skillId SkillId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "skill_id", ctx.Param("skill_id"), &skillId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter skill_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UnarchiveSkillParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UnarchiveSkill(ctx, skillId, params)
+	return err
+}
+
 // ListWebProviders converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebProviders(ctx echo.Context) error {
 	var err error
@@ -2952,6 +4217,24 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/models", wrapper.CreateModel, options.OperationMiddlewares["createModel"]...)
 	router.GET(options.BaseURL+"/api/v1/models/:key", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
 	router.PATCH(options.BaseURL+"/api/v1/models/:key", wrapper.UpdateModel, options.OperationMiddlewares["updateModel"]...)
+	router.GET(options.BaseURL+"/api/v1/agents", wrapper.ListAgents, options.OperationMiddlewares["listAgents"]...)
+	router.POST(options.BaseURL+"/api/v1/agents", wrapper.CreateAgent, options.OperationMiddlewares["createAgent"]...)
+	router.GET(options.BaseURL+"/api/v1/agents/:agent_id", wrapper.GetAgent, options.OperationMiddlewares["getAgent"]...)
+	router.PATCH(options.BaseURL+"/api/v1/agents/:agent_id", wrapper.UpdateAgent, options.OperationMiddlewares["updateAgent"]...)
+	router.POST(options.BaseURL+"/api/v1/agents/:agent_id/archive", wrapper.ArchiveAgent, options.OperationMiddlewares["archiveAgent"]...)
+	router.POST(options.BaseURL+"/api/v1/agents/:agent_id/unarchive", wrapper.UnarchiveAgent, options.OperationMiddlewares["unarchiveAgent"]...)
+	router.GET(options.BaseURL+"/api/v1/agents/:agent_id/revisions", wrapper.ListAgentRevisions, options.OperationMiddlewares["listAgentRevisions"]...)
+	router.POST(options.BaseURL+"/api/v1/agents/:agent_id/revisions", wrapper.PublishAgentRevision, options.OperationMiddlewares["publishAgentRevision"]...)
+	router.GET(options.BaseURL+"/api/v1/agents/:agent_id/revisions/:revision_id", wrapper.GetAgentRevision, options.OperationMiddlewares["getAgentRevision"]...)
+	router.GET(options.BaseURL+"/api/v1/skills", wrapper.ListSkills, options.OperationMiddlewares["listSkills"]...)
+	router.POST(options.BaseURL+"/api/v1/skills", wrapper.CreateSkill, options.OperationMiddlewares["createSkill"]...)
+	router.GET(options.BaseURL+"/api/v1/skills/:skill_id", wrapper.GetSkill, options.OperationMiddlewares["getSkill"]...)
+	router.PATCH(options.BaseURL+"/api/v1/skills/:skill_id", wrapper.UpdateSkill, options.OperationMiddlewares["updateSkill"]...)
+	router.POST(options.BaseURL+"/api/v1/skills/:skill_id/archive", wrapper.ArchiveSkill, options.OperationMiddlewares["archiveSkill"]...)
+	router.POST(options.BaseURL+"/api/v1/skills/:skill_id/unarchive", wrapper.UnarchiveSkill, options.OperationMiddlewares["unarchiveSkill"]...)
+	router.GET(options.BaseURL+"/api/v1/skills/:skill_id/revisions", wrapper.ListSkillRevisions, options.OperationMiddlewares["listSkillRevisions"]...)
+	router.POST(options.BaseURL+"/api/v1/skills/:skill_id/revisions", wrapper.PublishSkillRevision, options.OperationMiddlewares["publishSkillRevision"]...)
+	router.GET(options.BaseURL+"/api/v1/skills/:skill_id/revisions/:revision_id", wrapper.GetSkillRevision, options.OperationMiddlewares["getSkillRevision"]...)
 
 }
 
@@ -2989,6 +4272,1464 @@ type UnauthenticatedJSONResponse Error
 type UnavailableJSONResponse Error
 
 type UnsupportedMediaTypeJSONResponse Error
+
+type ListAgentsRequestObject struct {
+	Params ListAgentsParams
+}
+
+type ListAgentsResponseObject interface {
+	VisitListAgentsResponse(w http.ResponseWriter) error
+}
+
+type ListAgents200JSONResponse AgentPage
+
+func (response ListAgents200JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAgents400JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListAgents401JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListAgents403JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListAgents406JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListAgents429JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListAgents500JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListAgents503JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgentRequestObject struct {
+	Params CreateAgentParams
+	Body   *CreateAgentJSONRequestBody
+}
+
+type CreateAgentResponseObject interface {
+	VisitCreateAgentResponse(w http.ResponseWriter) error
+}
+
+type CreateAgent201ResponseHeaders struct {
+	ETag     *string
+	Location *string
+}
+
+type CreateAgent201JSONResponse struct {
+	Body    Agent
+	Headers CreateAgent201ResponseHeaders
+}
+
+func (response CreateAgent201JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateAgent400JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateAgent401JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response CreateAgent403JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateAgent404JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response CreateAgent406JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateAgent409JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateAgent413JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateAgent415JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response CreateAgent429JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateAgent500JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateAgent503JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentRequestObject struct {
+	AgentId AgentId `json:"agent_id"`
+}
+
+type GetAgentResponseObject interface {
+	VisitGetAgentResponse(w http.ResponseWriter) error
+}
+
+type GetAgent200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetAgent200JSONResponse struct {
+	Body    Agent
+	Headers GetAgent200ResponseHeaders
+}
+
+func (response GetAgent200JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetAgent401JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetAgent403JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetAgent404JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetAgent406JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetAgent429JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetAgent500JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetAgent503JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentRequestObject struct {
+	AgentId AgentId `json:"agent_id"`
+	Params  UpdateAgentParams
+	Body    *UpdateAgentJSONRequestBody
+}
+
+type UpdateAgentResponseObject interface {
+	VisitUpdateAgentResponse(w http.ResponseWriter) error
+}
+
+type UpdateAgent200ResponseHeaders struct {
+	ETag *string
+}
+
+type UpdateAgent200JSONResponse struct {
+	Body    Agent
+	Headers UpdateAgent200ResponseHeaders
+}
+
+func (response UpdateAgent200JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateAgent400JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateAgent401JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response UpdateAgent403JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateAgent404JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response UpdateAgent406JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response UpdateAgent412JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateAgent413JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateAgent415JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response UpdateAgent428JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UpdateAgent429JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateAgent500JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UpdateAgent503JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgentRequestObject struct {
+	AgentId AgentId `json:"agent_id"`
+	Params  ArchiveAgentParams
+}
+
+type ArchiveAgentResponseObject interface {
+	VisitArchiveAgentResponse(w http.ResponseWriter) error
+}
+
+type ArchiveAgent200ResponseHeaders struct {
+	ETag *string
+}
+
+type ArchiveAgent200JSONResponse struct {
+	Body    Agent
+	Headers ArchiveAgent200ResponseHeaders
+}
+
+func (response ArchiveAgent200JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ArchiveAgent401JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ArchiveAgent403JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ArchiveAgent404JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ArchiveAgent406JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response ArchiveAgent412JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response ArchiveAgent428JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ArchiveAgent429JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent500JSONResponse struct{ InternalJSONResponse }
+
+func (response ArchiveAgent500JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ArchiveAgent503JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentRevisionsRequestObject struct {
+	AgentId AgentId `json:"agent_id"`
+	Params  ListAgentRevisionsParams
+}
+
+type ListAgentRevisionsResponseObject interface {
+	VisitListAgentRevisionsResponse(w http.ResponseWriter) error
+}
+
+type ListAgentRevisions200JSONResponse AgentRevisionPage
+
+func (response ListAgentRevisions200JSONResponse) VisitListAgentRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentRevisions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAgentRevisions400JSONResponse) VisitListAgentRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentRevisions401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListAgentRevisions401JSONResponse) VisitListAgentRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentRevisions403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListAgentRevisions403JSONResponse) VisitListAgentRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentRevisions404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListAgentRevisions404JSONResponse) VisitListAgentRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentRevisions406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListAgentRevisions406JSONResponse) VisitListAgentRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentRevisions429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListAgentRevisions429JSONResponse) VisitListAgentRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentRevisions500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListAgentRevisions500JSONResponse) VisitListAgentRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentRevisions503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListAgentRevisions503JSONResponse) VisitListAgentRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevisionRequestObject struct {
+	AgentId AgentId `json:"agent_id"`
+	Params  PublishAgentRevisionParams
+	Body    *PublishAgentRevisionJSONRequestBody
+}
+
+type PublishAgentRevisionResponseObject interface {
+	VisitPublishAgentRevisionResponse(w http.ResponseWriter) error
+}
+
+type PublishAgentRevision201ResponseHeaders struct {
+	Location *string
+}
+
+type PublishAgentRevision201JSONResponse struct {
+	Body    AgentRevision
+	Headers PublishAgentRevision201ResponseHeaders
+}
+
+func (response PublishAgentRevision201JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PublishAgentRevision400JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response PublishAgentRevision401JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response PublishAgentRevision403JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PublishAgentRevision404JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response PublishAgentRevision406JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PublishAgentRevision409JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PublishAgentRevision413JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PublishAgentRevision415JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response PublishAgentRevision429JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision500JSONResponse struct{ InternalJSONResponse }
+
+func (response PublishAgentRevision500JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response PublishAgentRevision503JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentRevisionRequestObject struct {
+	AgentId    AgentId    `json:"agent_id"`
+	RevisionId RevisionId `json:"revision_id"`
+}
+
+type GetAgentRevisionResponseObject interface {
+	VisitGetAgentRevisionResponse(w http.ResponseWriter) error
+}
+
+type GetAgentRevision200JSONResponse AgentRevision
+
+func (response GetAgentRevision200JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentRevision401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetAgentRevision401JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentRevision403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetAgentRevision403JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentRevision404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetAgentRevision404JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentRevision406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetAgentRevision406JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentRevision429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetAgentRevision429JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentRevision500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetAgentRevision500JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentRevision503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetAgentRevision503JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgentRequestObject struct {
+	AgentId AgentId `json:"agent_id"`
+	Params  UnarchiveAgentParams
+}
+
+type UnarchiveAgentResponseObject interface {
+	VisitUnarchiveAgentResponse(w http.ResponseWriter) error
+}
+
+type UnarchiveAgent200ResponseHeaders struct {
+	ETag *string
+}
+
+type UnarchiveAgent200JSONResponse struct {
+	Body    Agent
+	Headers UnarchiveAgent200ResponseHeaders
+}
+
+func (response UnarchiveAgent200JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UnarchiveAgent401JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response UnarchiveAgent403JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UnarchiveAgent404JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response UnarchiveAgent406JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UnarchiveAgent409JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response UnarchiveAgent412JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response UnarchiveAgent428JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UnarchiveAgent429JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent500JSONResponse struct{ InternalJSONResponse }
+
+func (response UnarchiveAgent500JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UnarchiveAgent503JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ListAPIKeysRequestObject struct {
 	Params ListAPIKeysParams
@@ -8959,6 +11700,1464 @@ func (response ListProviderTypes503JSONResponse) VisitListProviderTypesResponse(
 	return err
 }
 
+type ListSkillsRequestObject struct {
+	Params ListSkillsParams
+}
+
+type ListSkillsResponseObject interface {
+	VisitListSkillsResponse(w http.ResponseWriter) error
+}
+
+type ListSkills200JSONResponse SkillPage
+
+func (response ListSkills200JSONResponse) VisitListSkillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkills400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListSkills400JSONResponse) VisitListSkillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkills401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListSkills401JSONResponse) VisitListSkillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkills403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListSkills403JSONResponse) VisitListSkillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkills406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListSkills406JSONResponse) VisitListSkillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkills429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListSkills429JSONResponse) VisitListSkillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkills500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListSkills500JSONResponse) VisitListSkillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkills503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListSkills503JSONResponse) VisitListSkillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkillRequestObject struct {
+	Params CreateSkillParams
+	Body   *CreateSkillJSONRequestBody
+}
+
+type CreateSkillResponseObject interface {
+	VisitCreateSkillResponse(w http.ResponseWriter) error
+}
+
+type CreateSkill201ResponseHeaders struct {
+	ETag     *string
+	Location *string
+}
+
+type CreateSkill201JSONResponse struct {
+	Body    Skill
+	Headers CreateSkill201ResponseHeaders
+}
+
+func (response CreateSkill201JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateSkill400JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateSkill401JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response CreateSkill403JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateSkill404JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response CreateSkill406JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateSkill409JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateSkill413JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateSkill415JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response CreateSkill429JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateSkill500JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSkill503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateSkill503JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkillRequestObject struct {
+	SkillId SkillId `json:"skill_id"`
+}
+
+type GetSkillResponseObject interface {
+	VisitGetSkillResponse(w http.ResponseWriter) error
+}
+
+type GetSkill200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetSkill200JSONResponse struct {
+	Body    Skill
+	Headers GetSkill200ResponseHeaders
+}
+
+func (response GetSkill200JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkill401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetSkill401JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkill403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetSkill403JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkill404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetSkill404JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkill406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetSkill406JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkill429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetSkill429JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkill500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetSkill500JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkill503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetSkill503JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkillRequestObject struct {
+	SkillId SkillId `json:"skill_id"`
+	Params  UpdateSkillParams
+	Body    *UpdateSkillJSONRequestBody
+}
+
+type UpdateSkillResponseObject interface {
+	VisitUpdateSkillResponse(w http.ResponseWriter) error
+}
+
+type UpdateSkill200ResponseHeaders struct {
+	ETag *string
+}
+
+type UpdateSkill200JSONResponse struct {
+	Body    Skill
+	Headers UpdateSkill200ResponseHeaders
+}
+
+func (response UpdateSkill200JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateSkill400JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateSkill401JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response UpdateSkill403JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateSkill404JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response UpdateSkill406JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response UpdateSkill412JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateSkill413JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateSkill415JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response UpdateSkill428JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UpdateSkill429JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateSkill500JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UpdateSkill503JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkillRequestObject struct {
+	SkillId SkillId `json:"skill_id"`
+	Params  ArchiveSkillParams
+}
+
+type ArchiveSkillResponseObject interface {
+	VisitArchiveSkillResponse(w http.ResponseWriter) error
+}
+
+type ArchiveSkill200ResponseHeaders struct {
+	ETag *string
+}
+
+type ArchiveSkill200JSONResponse struct {
+	Body    Skill
+	Headers ArchiveSkill200ResponseHeaders
+}
+
+func (response ArchiveSkill200JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ArchiveSkill401JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ArchiveSkill403JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ArchiveSkill404JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ArchiveSkill406JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response ArchiveSkill412JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response ArchiveSkill428JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ArchiveSkill429JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill500JSONResponse struct{ InternalJSONResponse }
+
+func (response ArchiveSkill500JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ArchiveSkill503JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkillRevisionsRequestObject struct {
+	SkillId SkillId `json:"skill_id"`
+	Params  ListSkillRevisionsParams
+}
+
+type ListSkillRevisionsResponseObject interface {
+	VisitListSkillRevisionsResponse(w http.ResponseWriter) error
+}
+
+type ListSkillRevisions200JSONResponse SkillRevisionPage
+
+func (response ListSkillRevisions200JSONResponse) VisitListSkillRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkillRevisions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListSkillRevisions400JSONResponse) VisitListSkillRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkillRevisions401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListSkillRevisions401JSONResponse) VisitListSkillRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkillRevisions403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListSkillRevisions403JSONResponse) VisitListSkillRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkillRevisions404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListSkillRevisions404JSONResponse) VisitListSkillRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkillRevisions406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListSkillRevisions406JSONResponse) VisitListSkillRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkillRevisions429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListSkillRevisions429JSONResponse) VisitListSkillRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkillRevisions500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListSkillRevisions500JSONResponse) VisitListSkillRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSkillRevisions503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListSkillRevisions503JSONResponse) VisitListSkillRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevisionRequestObject struct {
+	SkillId SkillId `json:"skill_id"`
+	Params  PublishSkillRevisionParams
+	Body    *PublishSkillRevisionJSONRequestBody
+}
+
+type PublishSkillRevisionResponseObject interface {
+	VisitPublishSkillRevisionResponse(w http.ResponseWriter) error
+}
+
+type PublishSkillRevision201ResponseHeaders struct {
+	Location *string
+}
+
+type PublishSkillRevision201JSONResponse struct {
+	Body    SkillRevision
+	Headers PublishSkillRevision201ResponseHeaders
+}
+
+func (response PublishSkillRevision201JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PublishSkillRevision400JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response PublishSkillRevision401JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response PublishSkillRevision403JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PublishSkillRevision404JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response PublishSkillRevision406JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PublishSkillRevision409JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PublishSkillRevision413JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PublishSkillRevision415JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response PublishSkillRevision429JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision500JSONResponse struct{ InternalJSONResponse }
+
+func (response PublishSkillRevision500JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response PublishSkillRevision503JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkillRevisionRequestObject struct {
+	SkillId    SkillId    `json:"skill_id"`
+	RevisionId RevisionId `json:"revision_id"`
+}
+
+type GetSkillRevisionResponseObject interface {
+	VisitGetSkillRevisionResponse(w http.ResponseWriter) error
+}
+
+type GetSkillRevision200JSONResponse SkillRevision
+
+func (response GetSkillRevision200JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkillRevision401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetSkillRevision401JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkillRevision403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetSkillRevision403JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkillRevision404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetSkillRevision404JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkillRevision406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetSkillRevision406JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkillRevision429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetSkillRevision429JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkillRevision500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetSkillRevision500JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSkillRevision503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetSkillRevision503JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkillRequestObject struct {
+	SkillId SkillId `json:"skill_id"`
+	Params  UnarchiveSkillParams
+}
+
+type UnarchiveSkillResponseObject interface {
+	VisitUnarchiveSkillResponse(w http.ResponseWriter) error
+}
+
+type UnarchiveSkill200ResponseHeaders struct {
+	ETag *string
+}
+
+type UnarchiveSkill200JSONResponse struct {
+	Body    Skill
+	Headers UnarchiveSkill200ResponseHeaders
+}
+
+func (response UnarchiveSkill200JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UnarchiveSkill401JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response UnarchiveSkill403JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UnarchiveSkill404JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response UnarchiveSkill406JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UnarchiveSkill409JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response UnarchiveSkill412JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response UnarchiveSkill428JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UnarchiveSkill429JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill500JSONResponse struct{ InternalJSONResponse }
+
+func (response UnarchiveSkill500JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UnarchiveSkill503JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebProvidersRequestObject struct {
 	Params ListWebProvidersParams
 }
@@ -10797,6 +14996,33 @@ func (response GetReadiness503JSONResponse) VisitGetReadinessResponse(w http.Res
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListAgents List the agents of the key's workspace
+	// (GET /api/v1/agents)
+	ListAgents(ctx context.Context, request ListAgentsRequestObject) (ListAgentsResponseObject, error)
+	// CreateAgent Create an agent with its revision 1
+	// (POST /api/v1/agents)
+	CreateAgent(ctx context.Context, request CreateAgentRequestObject) (CreateAgentResponseObject, error)
+	// GetAgent Read an agent
+	// (GET /api/v1/agents/{agent_id})
+	GetAgent(ctx context.Context, request GetAgentRequestObject) (GetAgentResponseObject, error)
+	// UpdateAgent Change an agent's name, description, labels or default revision
+	// (PATCH /api/v1/agents/{agent_id})
+	UpdateAgent(ctx context.Context, request UpdateAgentRequestObject) (UpdateAgentResponseObject, error)
+	// ArchiveAgent Archive an agent
+	// (POST /api/v1/agents/{agent_id}/archive)
+	ArchiveAgent(ctx context.Context, request ArchiveAgentRequestObject) (ArchiveAgentResponseObject, error)
+	// ListAgentRevisions List an agent's revisions, newest (highest number) first
+	// (GET /api/v1/agents/{agent_id}/revisions)
+	ListAgentRevisions(ctx context.Context, request ListAgentRevisionsRequestObject) (ListAgentRevisionsResponseObject, error)
+	// PublishAgentRevision Publish a revision of an agent
+	// (POST /api/v1/agents/{agent_id}/revisions)
+	PublishAgentRevision(ctx context.Context, request PublishAgentRevisionRequestObject) (PublishAgentRevisionResponseObject, error)
+	// GetAgentRevision Read one revision of an agent
+	// (GET /api/v1/agents/{agent_id}/revisions/{revision_id})
+	GetAgentRevision(ctx context.Context, request GetAgentRevisionRequestObject) (GetAgentRevisionResponseObject, error)
+	// UnarchiveAgent Make an archived agent active again
+	// (POST /api/v1/agents/{agent_id}/unarchive)
+	UnarchiveAgent(ctx context.Context, request UnarchiveAgentRequestObject) (UnarchiveAgentResponseObject, error)
 	// ListAPIKeys List the API keys of the key's workspace
 	// (GET /api/v1/api-keys)
 	ListAPIKeys(ctx context.Context, request ListAPIKeysRequestObject) (ListAPIKeysResponseObject, error)
@@ -10911,6 +15137,33 @@ type StrictServerInterface interface {
 	// ListProviderTypes Describe the installed provider types of a kind
 	// (GET /api/v1/provider-types/{kind})
 	ListProviderTypes(ctx context.Context, request ListProviderTypesRequestObject) (ListProviderTypesResponseObject, error)
+	// ListSkills List the skills of the key's workspace
+	// (GET /api/v1/skills)
+	ListSkills(ctx context.Context, request ListSkillsRequestObject) (ListSkillsResponseObject, error)
+	// CreateSkill Create a skill with its revision 1
+	// (POST /api/v1/skills)
+	CreateSkill(ctx context.Context, request CreateSkillRequestObject) (CreateSkillResponseObject, error)
+	// GetSkill Read a skill
+	// (GET /api/v1/skills/{skill_id})
+	GetSkill(ctx context.Context, request GetSkillRequestObject) (GetSkillResponseObject, error)
+	// UpdateSkill Change a skill's name, description, labels or default revision
+	// (PATCH /api/v1/skills/{skill_id})
+	UpdateSkill(ctx context.Context, request UpdateSkillRequestObject) (UpdateSkillResponseObject, error)
+	// ArchiveSkill Archive a skill
+	// (POST /api/v1/skills/{skill_id}/archive)
+	ArchiveSkill(ctx context.Context, request ArchiveSkillRequestObject) (ArchiveSkillResponseObject, error)
+	// ListSkillRevisions List a skill's revisions, newest (highest number) first
+	// (GET /api/v1/skills/{skill_id}/revisions)
+	ListSkillRevisions(ctx context.Context, request ListSkillRevisionsRequestObject) (ListSkillRevisionsResponseObject, error)
+	// PublishSkillRevision Publish a revision of a skill
+	// (POST /api/v1/skills/{skill_id}/revisions)
+	PublishSkillRevision(ctx context.Context, request PublishSkillRevisionRequestObject) (PublishSkillRevisionResponseObject, error)
+	// GetSkillRevision Read one revision of a skill
+	// (GET /api/v1/skills/{skill_id}/revisions/{revision_id})
+	GetSkillRevision(ctx context.Context, request GetSkillRevisionRequestObject) (GetSkillRevisionResponseObject, error)
+	// UnarchiveSkill Make an archived skill active again
+	// (POST /api/v1/skills/{skill_id}/unarchive)
+	UnarchiveSkill(ctx context.Context, request UnarchiveSkillRequestObject) (UnarchiveSkillResponseObject, error)
 	// ListWebProviders List the web providers of the key's workspace
 	// (GET /api/v1/web-providers)
 	ListWebProviders(ctx context.Context, request ListWebProvidersRequestObject) (ListWebProvidersResponseObject, error)
@@ -10962,6 +15215,306 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ListAgents operation middleware
+func (sh *strictHandler) ListAgents(ctx echo.Context, params ListAgentsParams) error {
+	var request ListAgentsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAgents(ctx.Request().Context(), request.(ListAgentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAgents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAgentsResponseObject); ok {
+		return validResponse.VisitListAgentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateAgent operation middleware
+func (sh *strictHandler) CreateAgent(ctx echo.Context, params CreateAgentParams) error {
+	var request CreateAgentRequestObject
+
+	request.Params = params
+
+	var body CreateAgentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateAgent(ctx.Request().Context(), request.(CreateAgentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateAgent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateAgentResponseObject); ok {
+		return validResponse.VisitCreateAgentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAgent operation middleware
+func (sh *strictHandler) GetAgent(ctx echo.Context, agentId AgentId) error {
+	var request GetAgentRequestObject
+
+	request.AgentId = agentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAgent(ctx.Request().Context(), request.(GetAgentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAgent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAgentResponseObject); ok {
+		return validResponse.VisitGetAgentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateAgent operation middleware
+func (sh *strictHandler) UpdateAgent(ctx echo.Context, agentId AgentId, params UpdateAgentParams) error {
+	var request UpdateAgentRequestObject
+
+	request.AgentId = agentId
+	request.Params = params
+
+	var body UpdateAgentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateAgent(ctx.Request().Context(), request.(UpdateAgentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateAgent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateAgentResponseObject); ok {
+		return validResponse.VisitUpdateAgentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ArchiveAgent operation middleware
+func (sh *strictHandler) ArchiveAgent(ctx echo.Context, agentId AgentId, params ArchiveAgentParams) error {
+	var request ArchiveAgentRequestObject
+
+	request.AgentId = agentId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ArchiveAgent(ctx.Request().Context(), request.(ArchiveAgentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ArchiveAgent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ArchiveAgentResponseObject); ok {
+		return validResponse.VisitArchiveAgentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAgentRevisions operation middleware
+func (sh *strictHandler) ListAgentRevisions(ctx echo.Context, agentId AgentId, params ListAgentRevisionsParams) error {
+	var request ListAgentRevisionsRequestObject
+
+	request.AgentId = agentId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAgentRevisions(ctx.Request().Context(), request.(ListAgentRevisionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAgentRevisions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAgentRevisionsResponseObject); ok {
+		return validResponse.VisitListAgentRevisionsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PublishAgentRevision operation middleware
+func (sh *strictHandler) PublishAgentRevision(ctx echo.Context, agentId AgentId, params PublishAgentRevisionParams) error {
+	var request PublishAgentRevisionRequestObject
+
+	request.AgentId = agentId
+	request.Params = params
+
+	var body PublishAgentRevisionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishAgentRevision(ctx.Request().Context(), request.(PublishAgentRevisionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishAgentRevision")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PublishAgentRevisionResponseObject); ok {
+		return validResponse.VisitPublishAgentRevisionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAgentRevision operation middleware
+func (sh *strictHandler) GetAgentRevision(ctx echo.Context, agentId AgentId, revisionId RevisionId) error {
+	var request GetAgentRevisionRequestObject
+
+	request.AgentId = agentId
+	request.RevisionId = revisionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAgentRevision(ctx.Request().Context(), request.(GetAgentRevisionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAgentRevision")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAgentRevisionResponseObject); ok {
+		return validResponse.VisitGetAgentRevisionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UnarchiveAgent operation middleware
+func (sh *strictHandler) UnarchiveAgent(ctx echo.Context, agentId AgentId, params UnarchiveAgentParams) error {
+	var request UnarchiveAgentRequestObject
+
+	request.AgentId = agentId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UnarchiveAgent(ctx.Request().Context(), request.(UnarchiveAgentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UnarchiveAgent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UnarchiveAgentResponseObject); ok {
+		return validResponse.VisitUnarchiveAgentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ListAPIKeys operation middleware
@@ -12237,6 +16790,306 @@ func (sh *strictHandler) ListProviderTypes(ctx echo.Context, kind string) error 
 		return err
 	} else if validResponse, ok := response.(ListProviderTypesResponseObject); ok {
 		return validResponse.VisitListProviderTypesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSkills operation middleware
+func (sh *strictHandler) ListSkills(ctx echo.Context, params ListSkillsParams) error {
+	var request ListSkillsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSkills(ctx.Request().Context(), request.(ListSkillsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSkills")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSkillsResponseObject); ok {
+		return validResponse.VisitListSkillsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateSkill operation middleware
+func (sh *strictHandler) CreateSkill(ctx echo.Context, params CreateSkillParams) error {
+	var request CreateSkillRequestObject
+
+	request.Params = params
+
+	var body CreateSkillJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSkill(ctx.Request().Context(), request.(CreateSkillRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSkill")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateSkillResponseObject); ok {
+		return validResponse.VisitCreateSkillResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSkill operation middleware
+func (sh *strictHandler) GetSkill(ctx echo.Context, skillId SkillId) error {
+	var request GetSkillRequestObject
+
+	request.SkillId = skillId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSkill(ctx.Request().Context(), request.(GetSkillRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSkill")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSkillResponseObject); ok {
+		return validResponse.VisitGetSkillResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateSkill operation middleware
+func (sh *strictHandler) UpdateSkill(ctx echo.Context, skillId SkillId, params UpdateSkillParams) error {
+	var request UpdateSkillRequestObject
+
+	request.SkillId = skillId
+	request.Params = params
+
+	var body UpdateSkillJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateSkill(ctx.Request().Context(), request.(UpdateSkillRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateSkill")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateSkillResponseObject); ok {
+		return validResponse.VisitUpdateSkillResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ArchiveSkill operation middleware
+func (sh *strictHandler) ArchiveSkill(ctx echo.Context, skillId SkillId, params ArchiveSkillParams) error {
+	var request ArchiveSkillRequestObject
+
+	request.SkillId = skillId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ArchiveSkill(ctx.Request().Context(), request.(ArchiveSkillRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ArchiveSkill")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ArchiveSkillResponseObject); ok {
+		return validResponse.VisitArchiveSkillResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSkillRevisions operation middleware
+func (sh *strictHandler) ListSkillRevisions(ctx echo.Context, skillId SkillId, params ListSkillRevisionsParams) error {
+	var request ListSkillRevisionsRequestObject
+
+	request.SkillId = skillId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSkillRevisions(ctx.Request().Context(), request.(ListSkillRevisionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSkillRevisions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSkillRevisionsResponseObject); ok {
+		return validResponse.VisitListSkillRevisionsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PublishSkillRevision operation middleware
+func (sh *strictHandler) PublishSkillRevision(ctx echo.Context, skillId SkillId, params PublishSkillRevisionParams) error {
+	var request PublishSkillRevisionRequestObject
+
+	request.SkillId = skillId
+	request.Params = params
+
+	var body PublishSkillRevisionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishSkillRevision(ctx.Request().Context(), request.(PublishSkillRevisionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishSkillRevision")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PublishSkillRevisionResponseObject); ok {
+		return validResponse.VisitPublishSkillRevisionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSkillRevision operation middleware
+func (sh *strictHandler) GetSkillRevision(ctx echo.Context, skillId SkillId, revisionId RevisionId) error {
+	var request GetSkillRevisionRequestObject
+
+	request.SkillId = skillId
+	request.RevisionId = revisionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSkillRevision(ctx.Request().Context(), request.(GetSkillRevisionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSkillRevision")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSkillRevisionResponseObject); ok {
+		return validResponse.VisitGetSkillRevisionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UnarchiveSkill operation middleware
+func (sh *strictHandler) UnarchiveSkill(ctx echo.Context, skillId SkillId, params UnarchiveSkillParams) error {
+	var request UnarchiveSkillRequestObject
+
+	request.SkillId = skillId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UnarchiveSkill(ctx.Request().Context(), request.(UnarchiveSkillRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UnarchiveSkill")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UnarchiveSkillResponseObject); ok {
+		return validResponse.VisitUnarchiveSkillResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -19,6 +19,24 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AgentWebToolsOperations.
+const (
+	AgentWebToolsOperationsFetch  AgentWebToolsOperations = "fetch"
+	AgentWebToolsOperationsSearch AgentWebToolsOperations = "search"
+)
+
+// Valid indicates whether the value is a known member of the AgentWebToolsOperations enum.
+func (e AgentWebToolsOperations) Valid() bool {
+	switch e {
+	case AgentWebToolsOperationsFetch:
+		return true
+	case AgentWebToolsOperationsSearch:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreatedInvitationDelivery.
 const (
 	CreatedInvitationDeliveryQueued CreatedInvitationDelivery = "queued"
@@ -401,6 +419,203 @@ type AcceptedInvitation struct {
 	UserId      string     `json:"user_id"`
 }
 
+// Agent defines model for Agent.
+type Agent struct {
+	// Archived Archived agents start no new runs and cannot be newly referenced as subagents.
+	Archived    bool                         `json:"archived"`
+	ArchivedAt  nullable.Nullable[time.Time] `json:"archived_at"`
+	CreatedAt   time.Time                    `json:"created_at"`
+	CreatedById string                       `json:"created_by_id"`
+
+	// DefaultRevisionId The revision new runs use when they pin none.
+	//
+	// Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
+	DefaultRevisionId string `json:"default_revision_id"`
+	Description       string `json:"description"`
+
+	// Id Example: ap_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels Labels `json:"labels"`
+
+	// LatestRevisionNumber The number of the newest revision.
+	LatestRevisionNumber int       `json:"latest_revision_number"`
+	Name                 string    `json:"name"`
+	UpdatedAt            time.Time `json:"updated_at"`
+	UpdatedById          string    `json:"updated_by_id"`
+	Version              int       `json:"version"`
+}
+
+// AgentConfig A stored agent configuration, normalized from `AgentConfigInput`.
+//
+// Example: {"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+type AgentConfig struct {
+	Instructions string `json:"instructions"`
+	Limits       struct {
+		MaxSteps       int `json:"max_steps"`
+		MaxTokens      int `json:"max_tokens"`
+		TimeoutSeconds int `json:"timeout_seconds"`
+	} `json:"limits"`
+	Memories []AgentMemoryRef `json:"memories"`
+	Model    string           `json:"model"`
+	Skills   []struct {
+		RevisionId nullable.Nullable[string] `json:"revision_id"`
+		SkillId    string                    `json:"skill_id"`
+	} `json:"skills"`
+	Subagents []AgentSubagentRef `json:"subagents"`
+	Tools     struct {
+		Connections []struct {
+			Actions      nullable.Nullable[[]string] `json:"actions"`
+			ConnectionId string                      `json:"connection_id"`
+		} `json:"connections"`
+
+		// Environment The environment template the agent's runs start their environment from; the
+		// environment tools act in it, and skills' packages are unpacked there. null for none.
+		Environment nullable.Nullable[AgentEnvironmentTools] `json:"environment"`
+
+		// Web The web toolset; null for none.
+		Web nullable.Nullable[AgentWebTools] `json:"web"`
+	} `json:"tools"`
+}
+
+// AgentConfigInput An agent configuration as sent. Members left out take their defaults; the stored
+// revision shows the normalized form (`AgentConfig`), with every member present, web
+// operations and connection actions sorted. Content identity is decided on that form.
+// Every id is checked when publishing (404 naming the field when absent or in another
+// workspace; 409 `disabled` for a disabled model, model provider or web provider; 409
+// `conflict` for an archived skill or subagent).
+//
+// Example: {"instructions":"You triage support tickets. Search the web for known outages before answering.","limits":{"max_steps":40,"max_tokens":200000,"timeout_seconds":900},"memories":[{"memory_id":"mem_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"model":"gpt-4.1-mini","skills":[{"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"revision_id":"rev_01jd5v6w1q3yb8j8y3tn9z2k7k","skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"subagents":[{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"tools":{"connections":[{"actions":["GITHUB_CREATE_ISSUE","GITHUB_LIST_ISSUES"],"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"environment":{"template_id":"et_01jd5v6w1q3yb8j8y3tn9z2k7h"},"web":{"operations":["search","fetch"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+type AgentConfigInput struct {
+	// Instructions System instructions; line breaks and tabs are the only control characters allowed.
+	Instructions *string `json:"instructions,omitempty"`
+
+	// Limits Bounds of one run; members left out take their defaults.
+	Limits   *AgentLimitsInput `json:"limits,omitempty"`
+	Memories *[]AgentMemoryRef `json:"memories,omitempty"`
+
+	// Model The key of an enabled model of the workspace.
+	Model  string                `json:"model"`
+	Skills *[]AgentSkillRefInput `json:"skills,omitempty"`
+
+	// Subagents Agents of the workspace this agent may delegate to; not itself, none archived.
+	Subagents *[]AgentSubagentRef `json:"subagents,omitempty"`
+	Tools     *AgentToolsInput    `json:"tools,omitempty"`
+}
+
+// AgentConnectionToolsInput defines model for AgentConnectionToolsInput.
+type AgentConnectionToolsInput struct {
+	// Actions The actions allowed; left out or null allows every action the connection offers.
+	Actions nullable.Nullable[[]string] `json:"actions,omitempty"`
+
+	// ConnectionId A connection of the workspace (con_…).
+	ConnectionId string `json:"connection_id"`
+}
+
+// AgentEnvironmentTools The environment template the agent's runs start their environment from; the
+// environment tools act in it, and skills' packages are unpacked there. null for none.
+type AgentEnvironmentTools struct {
+	// TemplateId An enabled environment template of the workspace (et_…).
+	TemplateId string `json:"template_id"`
+}
+
+// AgentLimitsInput Bounds of one run; members left out take their defaults.
+type AgentLimitsInput struct {
+	// MaxSteps Model calls per run.
+	MaxSteps *int `json:"max_steps,omitempty"`
+
+	// MaxTokens Input plus output tokens per run.
+	MaxTokens *int `json:"max_tokens,omitempty"`
+
+	// TimeoutSeconds Wall-clock time per run.
+	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
+}
+
+// AgentMemoryRef defines model for AgentMemoryRef.
+type AgentMemoryRef struct {
+	// MemoryId A memory of the workspace (mem_…).
+	MemoryId string `json:"memory_id"`
+}
+
+// AgentPage defines model for AgentPage.
+type AgentPage struct {
+	Items      []Agent                   `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// AgentRevision An immutable revision; it has no version and no ETag, since it never changes.
+type AgentRevision struct {
+	AgentId string `json:"agent_id"`
+
+	// Config A stored agent configuration, normalized from `AgentConfigInput`.
+	//
+	// Example: {"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+	Config AgentConfig `json:"config"`
+
+	// ContentHash `sha256:` and the SHA-256 of the canonical JSON of the normalized `config` (object
+	// keys sorted, no insignificant space). Equal hashes mean identical content.
+	//
+	//
+	// Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
+	ContentHash ContentHash `json:"content_hash"`
+	CreatedAt   time.Time   `json:"created_at"`
+	CreatedById string      `json:"created_by_id"`
+
+	// Id Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id     string `json:"id"`
+	Number int    `json:"number"`
+}
+
+// AgentRevisionPage defines model for AgentRevisionPage.
+type AgentRevisionPage struct {
+	Items      []AgentRevision           `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// AgentSkillRefInput defines model for AgentSkillRefInput.
+type AgentSkillRefInput struct {
+	// RevisionId A revision of that skill to pin; left out or null uses the skill's default revision at run start.
+	RevisionId nullable.Nullable[string] `json:"revision_id,omitempty"`
+
+	// SkillId A skill of the workspace that is not archived.
+	SkillId string `json:"skill_id"`
+}
+
+// AgentSubagentRef defines model for AgentSubagentRef.
+type AgentSubagentRef struct {
+	// AgentId Another agent of the workspace that is not archived.
+	AgentId string `json:"agent_id"`
+}
+
+// AgentToolsInput defines model for AgentToolsInput.
+type AgentToolsInput struct {
+	Connections *[]AgentConnectionToolsInput `json:"connections,omitempty"`
+
+	// Environment The environment template the agent's runs start their environment from; the
+	// environment tools act in it, and skills' packages are unpacked there. null for none.
+	Environment nullable.Nullable[AgentEnvironmentTools] `json:"environment,omitempty"`
+
+	// Web The web toolset; null for none.
+	Web nullable.Nullable[AgentWebTools] `json:"web,omitempty"`
+}
+
+// AgentWebTools The web toolset; null for none.
+type AgentWebTools struct {
+	// Operations Distinct operations its type serves (see `GET /api/v1/provider-types/web`).
+	Operations []AgentWebToolsOperations `json:"operations"`
+
+	// ProviderId An enabled web provider of the workspace.
+	ProviderId string `json:"provider_id"`
+}
+
+// AgentWebToolsOperations defines model for AgentWebTools.Operations.
+type AgentWebToolsOperations string
+
 // AuditEvent defines model for AuditEvent.
 type AuditEvent struct {
 	// Action Example: workspace.updated
@@ -425,6 +640,12 @@ type AuditEventPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// ContentHash `sha256:` and the SHA-256 of the canonical JSON of the normalized `config` (object
+// keys sorted, no insignificant space). Equal hashes mean identical content.
+//
+// Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
+type ContentHash = string
+
 // CreateAPIKeyRequest defines model for CreateAPIKeyRequest.
 type CreateAPIKeyRequest struct {
 	// ExpiresAt Must be in the future.
@@ -433,6 +654,33 @@ type CreateAPIKeyRequest struct {
 	// Name 1 to 200 characters, no control characters.
 	Name Name          `json:"name"`
 	Role WorkspaceRole `json:"role"`
+}
+
+// CreateAgentRequest defines model for CreateAgentRequest.
+type CreateAgentRequest struct {
+	// Config An agent configuration as sent. Members left out take their defaults; the stored
+	// revision shows the normalized form (`AgentConfig`), with every member present, web
+	// operations and connection actions sorted. Content identity is decided on that form.
+	// Every id is checked when publishing (404 naming the field when absent or in another
+	// workspace; 409 `disabled` for a disabled model, model provider or web provider; 409
+	// `conflict` for an archived skill or subagent).
+	//
+	//
+	// Example: {"instructions":"You triage support tickets. Search the web for known outages before answering.","limits":{"max_steps":40,"max_tokens":200000,"timeout_seconds":900},"memories":[{"memory_id":"mem_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"model":"gpt-4.1-mini","skills":[{"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"revision_id":"rev_01jd5v6w1q3yb8j8y3tn9z2k7k","skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"subagents":[{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"tools":{"connections":[{"actions":["GITHUB_CREATE_ISSUE","GITHUB_LIST_ISSUES"],"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"environment":{"template_id":"et_01jd5v6w1q3yb8j8y3tn9z2k7h"},"web":{"operations":["search","fetch"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+	Config AgentConfigInput `json:"config"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name Name `json:"name"`
 }
 
 // CreateInvitationRequest defines model for CreateInvitationRequest.
@@ -500,6 +748,25 @@ type CreateProviderRequest struct {
 	Type string `json:"type"`
 }
 
+// CreateSkillRequest defines model for CreateSkillRequest.
+type CreateSkillRequest struct {
+	// Config Example: {"instructions":"Use this skill to fill in PDF forms: run scripts/fill.py with the form and a JSON of values.","metadata":{"license":"MIT","tags":["pdf","forms"]},"package":{"asset_id":"as_01jd5v6w1q3yb8j8y3tn9z2k7h"}}
+	Config SkillConfigInput `json:"config"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name Name `json:"name"`
+}
+
 // CreateWorkspaceRequest defines model for CreateWorkspaceRequest.
 type CreateWorkspaceRequest struct {
 	// Name 1 to 200 characters, no control characters.
@@ -533,6 +800,9 @@ type CreatedWorkspace struct {
 	ApiKey    string    `json:"api_key"`
 	Workspace Workspace `json:"workspace"`
 }
+
+// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+type Description = string
 
 // Error defines model for Error.
 type Error struct {
@@ -615,6 +885,12 @@ type InvitationRole string
 
 // JSONSchema A JSON Schema (draft 2020-12) document; `$schema` names the dialect.
 type JSONSchema map[string]interface{}
+
+// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+// printable characters (may be empty). Lists select on them with `label=key:value`.
+//
+// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+type Labels map[string]string
 
 // Me defines model for Me.
 type Me struct {
@@ -861,6 +1137,28 @@ type ProviderTypeList struct {
 	Kind  ProviderKind   `json:"kind"`
 }
 
+// PublishAgentRevisionRequest defines model for PublishAgentRevisionRequest.
+type PublishAgentRevisionRequest struct {
+	// Config An agent configuration as sent. Members left out take their defaults; the stored
+	// revision shows the normalized form (`AgentConfig`), with every member present, web
+	// operations and connection actions sorted. Content identity is decided on that form.
+	// Every id is checked when publishing (404 naming the field when absent or in another
+	// workspace; 409 `disabled` for a disabled model, model provider or web provider; 409
+	// `conflict` for an archived skill or subagent).
+	//
+	//
+	// Example: {"instructions":"You triage support tickets. Search the web for known outages before answering.","limits":{"max_steps":40,"max_tokens":200000,"timeout_seconds":900},"memories":[{"memory_id":"mem_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"model":"gpt-4.1-mini","skills":[{"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"revision_id":"rev_01jd5v6w1q3yb8j8y3tn9z2k7k","skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"subagents":[{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"tools":{"connections":[{"actions":["GITHUB_CREATE_ISSUE","GITHUB_LIST_ISSUES"],"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"environment":{"template_id":"et_01jd5v6w1q3yb8j8y3tn9z2k7h"},"web":{"operations":["search","fetch"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+	Config      AgentConfigInput `json:"config"`
+	MakeDefault *bool            `json:"make_default,omitempty"`
+}
+
+// PublishSkillRevisionRequest defines model for PublishSkillRevisionRequest.
+type PublishSkillRevisionRequest struct {
+	// Config Example: {"instructions":"Use this skill to fill in PDF forms: run scripts/fill.py with the form and a JSON of values.","metadata":{"license":"MIT","tags":["pdf","forms"]},"package":{"asset_id":"as_01jd5v6w1q3yb8j8y3tn9z2k7h"}}
+	Config      SkillConfigInput `json:"config"`
+	MakeDefault *bool            `json:"make_default,omitempty"`
+}
+
 // Readiness defines model for Readiness.
 type Readiness struct {
 	// Degraded Present only while a non-essential dependency is unreachable.
@@ -879,6 +1177,126 @@ type ReadinessStatus string
 
 // Role The process role.
 type Role string
+
+// Skill defines model for Skill.
+type Skill struct {
+	// Archived Archived skills cannot be newly referenced by agents.
+	Archived    bool                         `json:"archived"`
+	ArchivedAt  nullable.Nullable[time.Time] `json:"archived_at"`
+	CreatedAt   time.Time                    `json:"created_at"`
+	CreatedById string                       `json:"created_by_id"`
+
+	// DefaultRevisionId The revision agents use when they pin none.
+	//
+	// Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
+	DefaultRevisionId string `json:"default_revision_id"`
+	Description       string `json:"description"`
+
+	// Id Example: sk_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels               Labels    `json:"labels"`
+	LatestRevisionNumber int       `json:"latest_revision_number"`
+	Name                 string    `json:"name"`
+	UpdatedAt            time.Time `json:"updated_at"`
+	UpdatedById          string    `json:"updated_by_id"`
+	Version              int       `json:"version"`
+}
+
+// SkillConfig A stored skill configuration, normalized from `SkillConfigInput`.
+//
+// Example: {"instructions":"Use this skill to fill in PDF forms.","metadata":{},"package":null}
+type SkillConfig struct {
+	Instructions string                 `json:"instructions"`
+	Metadata     map[string]interface{} `json:"metadata"`
+
+	// Package The skill's files: an asset of the workspace (as_…) holding a zip, tar or gzipped tar
+	// archive with at most 2000 entries and 64 MiB of content, relative paths only (no `..`,
+	// backslashes, NUL or absolute paths) and symbolic links only within the archive. null
+	// for none.
+	Package nullable.Nullable[SkillPackage] `json:"package"`
+}
+
+// SkillConfigInput Example: {"instructions":"Use this skill to fill in PDF forms: run scripts/fill.py with the form and a JSON of values.","metadata":{"license":"MIT","tags":["pdf","forms"]},"package":{"asset_id":"as_01jd5v6w1q3yb8j8y3tn9z2k7h"}}
+type SkillConfigInput struct {
+	// Instructions What the skill is for and how to use it.
+	Instructions string `json:"instructions"`
+
+	// Metadata Free JSON for authors and tools; at most 16 KiB encoded and 8 levels deep. Left out, `{}`.
+	Metadata *map[string]interface{} `json:"metadata,omitempty"`
+
+	// Package The skill's files: an asset of the workspace (as_…) holding a zip, tar or gzipped tar
+	// archive with at most 2000 entries and 64 MiB of content, relative paths only (no `..`,
+	// backslashes, NUL or absolute paths) and symbolic links only within the archive. null
+	// for none.
+	Package nullable.Nullable[SkillPackage] `json:"package,omitempty"`
+}
+
+// SkillPackage The skill's files: an asset of the workspace (as_…) holding a zip, tar or gzipped tar
+// archive with at most 2000 entries and 64 MiB of content, relative paths only (no `..`,
+// backslashes, NUL or absolute paths) and symbolic links only within the archive. null
+// for none.
+type SkillPackage struct {
+	AssetId string `json:"asset_id"`
+}
+
+// SkillPage defines model for SkillPage.
+type SkillPage struct {
+	Items      []Skill                   `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// SkillRevision An immutable revision; it has no version and no ETag, since it never changes.
+type SkillRevision struct {
+	// Config A stored skill configuration, normalized from `SkillConfigInput`.
+	//
+	// Example: {"instructions":"Use this skill to fill in PDF forms.","metadata":{},"package":null}
+	Config SkillConfig `json:"config"`
+
+	// ContentHash `sha256:` and the SHA-256 of the canonical JSON of the normalized `config` (object
+	// keys sorted, no insignificant space). Equal hashes mean identical content.
+	//
+	//
+	// Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
+	ContentHash ContentHash `json:"content_hash"`
+	CreatedAt   time.Time   `json:"created_at"`
+	CreatedById string      `json:"created_by_id"`
+
+	// Id Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id      string `json:"id"`
+	Number  int    `json:"number"`
+	SkillId string `json:"skill_id"`
+}
+
+// SkillRevisionPage defines model for SkillRevisionPage.
+type SkillRevisionPage struct {
+	Items      []SkillRevision           `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// UpdateAgentRequest defines model for UpdateAgentRequest.
+type UpdateAgentRequest struct {
+	// DefaultRevisionId A revision of this agent.
+	DefaultRevisionId *string `json:"default_revision_id,omitempty"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name *Name `json:"name,omitempty"`
+}
 
 // UpdateMemberRequest defines model for UpdateMemberRequest.
 type UpdateMemberRequest struct {
@@ -925,6 +1343,25 @@ type UpdateProviderRequest struct {
 	Name *Name `json:"name,omitempty"`
 }
 
+// UpdateSkillRequest defines model for UpdateSkillRequest.
+type UpdateSkillRequest struct {
+	// DefaultRevisionId A revision of this skill.
+	DefaultRevisionId *string `json:"default_revision_id,omitempty"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name *Name `json:"name,omitempty"`
+}
+
 // UpdateWorkspaceRequest defines model for UpdateWorkspaceRequest.
 type UpdateWorkspaceRequest struct {
 	// Name 1 to 200 characters, no control characters.
@@ -957,6 +1394,12 @@ type WorkspaceRole string
 // APIKeyId defines model for APIKeyId.
 type APIKeyId = string
 
+// AgentId defines model for AgentId.
+type AgentId = string
+
+// ArchivedFilter defines model for ArchivedFilter.
+type ArchivedFilter = bool
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -968,6 +1411,9 @@ type IfMatch = string
 
 // InvitationId defines model for InvitationId.
 type InvitationId = string
+
+// LabelSelector defines model for LabelSelector.
+type LabelSelector = []string
 
 // Limit defines model for Limit.
 type Limit = int
@@ -983,6 +1429,15 @@ type PrincipalId = string
 
 // ProviderId defines model for ProviderId.
 type ProviderId = string
+
+// RevisionId defines model for RevisionId.
+type RevisionId = string
+
+// SearchQuery defines model for SearchQuery.
+type SearchQuery = string
+
+// SkillId defines model for SkillId.
+type SkillId = string
 
 // WorkspaceId defines model for WorkspaceId.
 type WorkspaceId = string
@@ -1028,6 +1483,84 @@ type Unavailable = Error
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
+
+// ListAgentsParams defines parameters for ListAgents.
+type ListAgentsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Label `key:value`, repeatable up to 8 times; every selected label must match. The value is
+	// what follows the first `:` (it may be empty). A key selected with two values is 400.
+	Label *LabelSelector `form:"label,omitempty" json:"label,omitempty"`
+
+	// Q A case-insensitive substring of the name or the description; no control characters.
+	Q *SearchQuery `form:"q,omitempty" json:"q,omitempty"`
+
+	// Archived `true`: archived only; `false`: active only; left out: both.
+	Archived *ArchivedFilter `form:"archived,omitempty" json:"archived,omitempty"`
+}
+
+// CreateAgentParams defines parameters for CreateAgent.
+type CreateAgentParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateAgentParams defines parameters for UpdateAgent.
+type UpdateAgentParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ArchiveAgentParams defines parameters for ArchiveAgent.
+type ArchiveAgentParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListAgentRevisionsParams defines parameters for ListAgentRevisions.
+type ListAgentRevisionsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PublishAgentRevisionParams defines parameters for PublishAgentRevision.
+type PublishAgentRevisionParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UnarchiveAgentParams defines parameters for UnarchiveAgent.
+type UnarchiveAgentParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
 
 // ListAPIKeysParams defines parameters for ListAPIKeys.
 type ListAPIKeysParams struct {
@@ -1276,6 +1809,84 @@ type CreateOrganizationInvitationParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ListSkillsParams defines parameters for ListSkills.
+type ListSkillsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Label `key:value`, repeatable up to 8 times; every selected label must match. The value is
+	// what follows the first `:` (it may be empty). A key selected with two values is 400.
+	Label *LabelSelector `form:"label,omitempty" json:"label,omitempty"`
+
+	// Q A case-insensitive substring of the name or the description; no control characters.
+	Q *SearchQuery `form:"q,omitempty" json:"q,omitempty"`
+
+	// Archived `true`: archived only; `false`: active only; left out: both.
+	Archived *ArchivedFilter `form:"archived,omitempty" json:"archived,omitempty"`
+}
+
+// CreateSkillParams defines parameters for CreateSkill.
+type CreateSkillParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateSkillParams defines parameters for UpdateSkill.
+type UpdateSkillParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ArchiveSkillParams defines parameters for ArchiveSkill.
+type ArchiveSkillParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListSkillRevisionsParams defines parameters for ListSkillRevisions.
+type ListSkillRevisionsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PublishSkillRevisionParams defines parameters for PublishSkillRevision.
+type PublishSkillRevisionParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UnarchiveSkillParams defines parameters for UnarchiveSkill.
+type UnarchiveSkillParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
 // ListWebProvidersParams defines parameters for ListWebProviders.
 type ListWebProvidersParams struct {
 	// Limit Page size.
@@ -1363,6 +1974,15 @@ type CreateWorkspaceInvitationParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// CreateAgentJSONRequestBody defines body for CreateAgent for application/json ContentType.
+type CreateAgentJSONRequestBody = CreateAgentRequest
+
+// UpdateAgentJSONRequestBody defines body for UpdateAgent for application/json ContentType.
+type UpdateAgentJSONRequestBody = UpdateAgentRequest
+
+// PublishAgentRevisionJSONRequestBody defines body for PublishAgentRevision for application/json ContentType.
+type PublishAgentRevisionJSONRequestBody = PublishAgentRevisionRequest
+
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
 type CreateAPIKeyJSONRequestBody = CreateAPIKeyRequest
 
@@ -1404,6 +2024,15 @@ type UpdateModelJSONRequestBody = UpdateModelRequest
 
 // CreateOrganizationInvitationJSONRequestBody defines body for CreateOrganizationInvitation for application/json ContentType.
 type CreateOrganizationInvitationJSONRequestBody = CreateInvitationRequest
+
+// CreateSkillJSONRequestBody defines body for CreateSkill for application/json ContentType.
+type CreateSkillJSONRequestBody = CreateSkillRequest
+
+// UpdateSkillJSONRequestBody defines body for UpdateSkill for application/json ContentType.
+type UpdateSkillJSONRequestBody = UpdateSkillRequest
+
+// PublishSkillRevisionJSONRequestBody defines body for PublishSkillRevision for application/json ContentType.
+type PublishSkillRevisionJSONRequestBody = PublishSkillRevisionRequest
 
 // CreateWebProviderJSONRequestBody defines body for CreateWebProvider for application/json ContentType.
 type CreateWebProviderJSONRequestBody = CreateProviderRequest
@@ -1493,6 +2122,142 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// ListAgents List the agents of the key's workspace
+	//
+	// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
+	// at most 8; a agent matches when it carries every selected label), `q` (a
+	// case-insensitive substring of the name or the description) and `archived` (`true`:
+	// archived agents only, `false`: active ones only; left out: both).
+	//
+	// Corresponds with GET /api/v1/agents (the `ListAgents` operationId).
+	ListAgents(ctx context.Context, params *ListAgentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAgentWithBody Create an agent with its revision 1
+	//
+	// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+	// Every reference in `config` is checked in the workspace: an absent id, or one of another
+	// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+	// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+	// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/agents (the `CreateAgent` operationId).
+	CreateAgentWithBody(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAgent Create an agent with its revision 1
+	//
+	// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+	// Every reference in `config` is checked in the workspace: an absent id, or one of another
+	// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+	// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+	// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/agents (the `CreateAgent` operationId).
+	CreateAgent(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAgent Read an agent
+	//
+	// Corresponds with GET /api/v1/agents/{agent_id} (the `GetAgent` operationId).
+	GetAgent(ctx context.Context, agentId AgentId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAgentWithBody Change an agent's name, description, labels or default revision
+	//
+	// Members left out keep their values; `labels` replaces the whole object. Setting
+	// `default_revision_id` to an earlier revision of this agent rolls back (a revision of
+	// another agent is 404 naming `default_revision_id`). The configuration changes only by
+	// publishing a revision. A change to nothing keeps the version and records nothing.
+	// Archived agents can be changed too.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/agents/{agent_id} (the `UpdateAgent` operationId).
+	UpdateAgentWithBody(ctx context.Context, agentId AgentId, params *UpdateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAgent Change an agent's name, description, labels or default revision
+	//
+	// Members left out keep their values; `labels` replaces the whole object. Setting
+	// `default_revision_id` to an earlier revision of this agent rolls back (a revision of
+	// another agent is 404 naming `default_revision_id`). The configuration changes only by
+	// publishing a revision. A change to nothing keeps the version and records nothing.
+	// Archived agents can be changed too.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/agents/{agent_id} (the `UpdateAgent` operationId).
+	UpdateAgent(ctx context.Context, agentId AgentId, params *UpdateAgentParams, body UpdateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ArchiveAgent Archive an agent
+	//
+	// An archived agent takes no new revisions and cannot be newly referenced or start new runs;
+	// its revisions stay readable and runs and configurations that already use it keep it.
+	// Agents are never deleted. Archiving an archived agent changes nothing and answers it
+	// as it is (same version).
+	//
+	// Corresponds with POST /api/v1/agents/{agent_id}/archive (the `ArchiveAgent` operationId).
+	ArchiveAgent(ctx context.Context, agentId AgentId, params *ArchiveAgentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAgentRevisions List an agent's revisions, newest (highest number) first
+	//
+	// Corresponds with GET /api/v1/agents/{agent_id}/revisions (the `ListAgentRevisions` operationId).
+	ListAgentRevisions(ctx context.Context, agentId AgentId, params *ListAgentRevisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishAgentRevisionWithBody Publish a revision of an agent
+	//
+	// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+	// default. Content identical to the agent's current default revision (same normalized
+	// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+	// same revision, and the agent's version, ETag and audit trail are unchanged, whatever
+	// `make_default` says. Content identical to an older, non-default revision is a new
+	// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+	// revision changes the agent's `latest_revision_number`, so its version moves, with
+	// or without `make_default`. An archived agent takes no revisions (409 `conflict`).
+	// Every reference in `config` is checked in the workspace: an absent id, or one of another
+	// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+	// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+	// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/agents/{agent_id}/revisions (the `PublishAgentRevision` operationId).
+	PublishAgentRevisionWithBody(ctx context.Context, agentId AgentId, params *PublishAgentRevisionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishAgentRevision Publish a revision of an agent
+	//
+	// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+	// default. Content identical to the agent's current default revision (same normalized
+	// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+	// same revision, and the agent's version, ETag and audit trail are unchanged, whatever
+	// `make_default` says. Content identical to an older, non-default revision is a new
+	// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+	// revision changes the agent's `latest_revision_number`, so its version moves, with
+	// or without `make_default`. An archived agent takes no revisions (409 `conflict`).
+	// Every reference in `config` is checked in the workspace: an absent id, or one of another
+	// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+	// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+	// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/agents/{agent_id}/revisions (the `PublishAgentRevision` operationId).
+	PublishAgentRevision(ctx context.Context, agentId AgentId, params *PublishAgentRevisionParams, body PublishAgentRevisionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAgentRevision Read one revision of an agent
+	//
+	// Revisions never change. A revision of another agent is 404.
+	//
+	// Corresponds with GET /api/v1/agents/{agent_id}/revisions/{revision_id} (the `GetAgentRevision` operationId).
+	GetAgentRevision(ctx context.Context, agentId AgentId, revisionId RevisionId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnarchiveAgent Make an archived agent active again
+	//
+	// Only an archived agent can be unarchived; otherwise 409 `conflict`.
+	//
+	// Corresponds with POST /api/v1/agents/{agent_id}/unarchive (the `UnarchiveAgent` operationId).
+	UnarchiveAgent(ctx context.Context, agentId AgentId, params *UnarchiveAgentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAPIKeys List the API keys of the key's workspace
 	//
@@ -1971,6 +2736,134 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/provider-types/{kind} (the `ListProviderTypes` operationId).
 	ListProviderTypes(ctx context.Context, kind string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListSkills List the skills of the key's workspace
+	//
+	// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
+	// at most 8; a skill matches when it carries every selected label), `q` (a
+	// case-insensitive substring of the name or the description) and `archived` (`true`:
+	// archived skills only, `false`: active ones only; left out: both).
+	//
+	// Corresponds with GET /api/v1/skills (the `ListSkills` operationId).
+	ListSkills(ctx context.Context, params *ListSkillsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSkillWithBody Create a skill with its revision 1
+	//
+	// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+	// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+	// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/skills (the `CreateSkill` operationId).
+	CreateSkillWithBody(ctx context.Context, params *CreateSkillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSkill Create a skill with its revision 1
+	//
+	// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+	// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+	// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/skills (the `CreateSkill` operationId).
+	CreateSkill(ctx context.Context, params *CreateSkillParams, body CreateSkillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSkill Read a skill
+	//
+	// Corresponds with GET /api/v1/skills/{skill_id} (the `GetSkill` operationId).
+	GetSkill(ctx context.Context, skillId SkillId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSkillWithBody Change a skill's name, description, labels or default revision
+	//
+	// Members left out keep their values; `labels` replaces the whole object. Setting
+	// `default_revision_id` to an earlier revision of this skill rolls back (a revision of
+	// another skill is 404 naming `default_revision_id`). The configuration changes only by
+	// publishing a revision. A change to nothing keeps the version and records nothing.
+	// Archived skills can be changed too.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/skills/{skill_id} (the `UpdateSkill` operationId).
+	UpdateSkillWithBody(ctx context.Context, skillId SkillId, params *UpdateSkillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSkill Change a skill's name, description, labels or default revision
+	//
+	// Members left out keep their values; `labels` replaces the whole object. Setting
+	// `default_revision_id` to an earlier revision of this skill rolls back (a revision of
+	// another skill is 404 naming `default_revision_id`). The configuration changes only by
+	// publishing a revision. A change to nothing keeps the version and records nothing.
+	// Archived skills can be changed too.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/skills/{skill_id} (the `UpdateSkill` operationId).
+	UpdateSkill(ctx context.Context, skillId SkillId, params *UpdateSkillParams, body UpdateSkillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ArchiveSkill Archive a skill
+	//
+	// An archived skill takes no new revisions and cannot be newly referenced;
+	// its revisions stay readable and configurations that already use it keep it.
+	// Skills are never deleted. Archiving an archived skill changes nothing and answers it
+	// as it is (same version).
+	//
+	// Corresponds with POST /api/v1/skills/{skill_id}/archive (the `ArchiveSkill` operationId).
+	ArchiveSkill(ctx context.Context, skillId SkillId, params *ArchiveSkillParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSkillRevisions List a skill's revisions, newest (highest number) first
+	//
+	// Corresponds with GET /api/v1/skills/{skill_id}/revisions (the `ListSkillRevisions` operationId).
+	ListSkillRevisions(ctx context.Context, skillId SkillId, params *ListSkillRevisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishSkillRevisionWithBody Publish a revision of a skill
+	//
+	// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+	// default. Content identical to the skill's current default revision (same normalized
+	// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+	// same revision, and the skill's version, ETag and audit trail are unchanged, whatever
+	// `make_default` says. Content identical to an older, non-default revision is a new
+	// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+	// revision changes the skill's `latest_revision_number`, so its version moves, with
+	// or without `make_default`. An archived skill takes no revisions (409 `conflict`).
+	// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+	// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/skills/{skill_id}/revisions (the `PublishSkillRevision` operationId).
+	PublishSkillRevisionWithBody(ctx context.Context, skillId SkillId, params *PublishSkillRevisionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishSkillRevision Publish a revision of a skill
+	//
+	// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+	// default. Content identical to the skill's current default revision (same normalized
+	// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+	// same revision, and the skill's version, ETag and audit trail are unchanged, whatever
+	// `make_default` says. Content identical to an older, non-default revision is a new
+	// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+	// revision changes the skill's `latest_revision_number`, so its version moves, with
+	// or without `make_default`. An archived skill takes no revisions (409 `conflict`).
+	// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+	// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/skills/{skill_id}/revisions (the `PublishSkillRevision` operationId).
+	PublishSkillRevision(ctx context.Context, skillId SkillId, params *PublishSkillRevisionParams, body PublishSkillRevisionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSkillRevision Read one revision of a skill
+	//
+	// Revisions never change. A revision of another skill is 404.
+	//
+	// Corresponds with GET /api/v1/skills/{skill_id}/revisions/{revision_id} (the `GetSkillRevision` operationId).
+	GetSkillRevision(ctx context.Context, skillId SkillId, revisionId RevisionId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnarchiveSkill Make an archived skill active again
+	//
+	// Only an archived skill can be unarchived; otherwise 409 `conflict`.
+	//
+	// Corresponds with POST /api/v1/skills/{skill_id}/unarchive (the `UnarchiveSkill` operationId).
+	UnarchiveSkill(ctx context.Context, skillId SkillId, params *UnarchiveSkillParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListWebProviders List the web providers of the key's workspace
 	//
 	// Corresponds with GET /api/v1/web-providers (the `ListWebProviders` operationId).
@@ -2121,6 +3014,262 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListAgents List the agents of the key's workspace
+//
+// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
+// at most 8; a agent matches when it carries every selected label), `q` (a
+// case-insensitive substring of the name or the description) and `archived` (`true`:
+// archived agents only, `false`: active ones only; left out: both).
+//
+// Corresponds with GET /api/v1/agents (the `ListAgents` operationId).
+func (c *Client) ListAgents(ctx context.Context, params *ListAgentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAgentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAgentWithBody Create an agent with its revision 1
+//
+// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+// Every reference in `config` is checked in the workspace: an absent id, or one of another
+// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/agents (the `CreateAgent` operationId).
+func (c *Client) CreateAgentWithBody(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAgent Create an agent with its revision 1
+//
+// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+// Every reference in `config` is checked in the workspace: an absent id, or one of another
+// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/agents (the `CreateAgent` operationId).
+func (c *Client) CreateAgent(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAgent Read an agent
+//
+// Corresponds with GET /api/v1/agents/{agent_id} (the `GetAgent` operationId).
+func (c *Client) GetAgent(ctx context.Context, agentId AgentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAgentRequest(c.Server, agentId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAgentWithBody Change an agent's name, description, labels or default revision
+//
+// Members left out keep their values; `labels` replaces the whole object. Setting
+// `default_revision_id` to an earlier revision of this agent rolls back (a revision of
+// another agent is 404 naming `default_revision_id`). The configuration changes only by
+// publishing a revision. A change to nothing keeps the version and records nothing.
+// Archived agents can be changed too.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/agents/{agent_id} (the `UpdateAgent` operationId).
+func (c *Client) UpdateAgentWithBody(ctx context.Context, agentId AgentId, params *UpdateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAgentRequestWithBody(c.Server, agentId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAgent Change an agent's name, description, labels or default revision
+//
+// Members left out keep their values; `labels` replaces the whole object. Setting
+// `default_revision_id` to an earlier revision of this agent rolls back (a revision of
+// another agent is 404 naming `default_revision_id`). The configuration changes only by
+// publishing a revision. A change to nothing keeps the version and records nothing.
+// Archived agents can be changed too.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/agents/{agent_id} (the `UpdateAgent` operationId).
+func (c *Client) UpdateAgent(ctx context.Context, agentId AgentId, params *UpdateAgentParams, body UpdateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAgentRequest(c.Server, agentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ArchiveAgent Archive an agent
+//
+// An archived agent takes no new revisions and cannot be newly referenced or start new runs;
+// its revisions stay readable and runs and configurations that already use it keep it.
+// Agents are never deleted. Archiving an archived agent changes nothing and answers it
+// as it is (same version).
+//
+// Corresponds with POST /api/v1/agents/{agent_id}/archive (the `ArchiveAgent` operationId).
+func (c *Client) ArchiveAgent(ctx context.Context, agentId AgentId, params *ArchiveAgentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchiveAgentRequest(c.Server, agentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAgentRevisions List an agent's revisions, newest (highest number) first
+//
+// Corresponds with GET /api/v1/agents/{agent_id}/revisions (the `ListAgentRevisions` operationId).
+func (c *Client) ListAgentRevisions(ctx context.Context, agentId AgentId, params *ListAgentRevisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAgentRevisionsRequest(c.Server, agentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishAgentRevisionWithBody Publish a revision of an agent
+//
+// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+// default. Content identical to the agent's current default revision (same normalized
+// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+// same revision, and the agent's version, ETag and audit trail are unchanged, whatever
+// `make_default` says. Content identical to an older, non-default revision is a new
+// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+// revision changes the agent's `latest_revision_number`, so its version moves, with
+// or without `make_default`. An archived agent takes no revisions (409 `conflict`).
+// Every reference in `config` is checked in the workspace: an absent id, or one of another
+// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/agents/{agent_id}/revisions (the `PublishAgentRevision` operationId).
+func (c *Client) PublishAgentRevisionWithBody(ctx context.Context, agentId AgentId, params *PublishAgentRevisionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishAgentRevisionRequestWithBody(c.Server, agentId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishAgentRevision Publish a revision of an agent
+//
+// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+// default. Content identical to the agent's current default revision (same normalized
+// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+// same revision, and the agent's version, ETag and audit trail are unchanged, whatever
+// `make_default` says. Content identical to an older, non-default revision is a new
+// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+// revision changes the agent's `latest_revision_number`, so its version moves, with
+// or without `make_default`. An archived agent takes no revisions (409 `conflict`).
+// Every reference in `config` is checked in the workspace: an absent id, or one of another
+// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/agents/{agent_id}/revisions (the `PublishAgentRevision` operationId).
+func (c *Client) PublishAgentRevision(ctx context.Context, agentId AgentId, params *PublishAgentRevisionParams, body PublishAgentRevisionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishAgentRevisionRequest(c.Server, agentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAgentRevision Read one revision of an agent
+//
+// Revisions never change. A revision of another agent is 404.
+//
+// Corresponds with GET /api/v1/agents/{agent_id}/revisions/{revision_id} (the `GetAgentRevision` operationId).
+func (c *Client) GetAgentRevision(ctx context.Context, agentId AgentId, revisionId RevisionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAgentRevisionRequest(c.Server, agentId, revisionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnarchiveAgent Make an archived agent active again
+//
+// Only an archived agent can be unarchived; otherwise 409 `conflict`.
+//
+// Corresponds with POST /api/v1/agents/{agent_id}/unarchive (the `UnarchiveAgent` operationId).
+func (c *Client) UnarchiveAgent(ctx context.Context, agentId AgentId, params *UnarchiveAgentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnarchiveAgentRequest(c.Server, agentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListAPIKeys List the API keys of the key's workspace
@@ -3130,6 +4279,254 @@ func (c *Client) ListProviderTypes(ctx context.Context, kind string, reqEditors 
 	return c.Client.Do(req)
 }
 
+// ListSkills List the skills of the key's workspace
+//
+// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
+// at most 8; a skill matches when it carries every selected label), `q` (a
+// case-insensitive substring of the name or the description) and `archived` (`true`:
+// archived skills only, `false`: active ones only; left out: both).
+//
+// Corresponds with GET /api/v1/skills (the `ListSkills` operationId).
+func (c *Client) ListSkills(ctx context.Context, params *ListSkillsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSkillsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSkillWithBody Create a skill with its revision 1
+//
+// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/skills (the `CreateSkill` operationId).
+func (c *Client) CreateSkillWithBody(ctx context.Context, params *CreateSkillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSkillRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSkill Create a skill with its revision 1
+//
+// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/skills (the `CreateSkill` operationId).
+func (c *Client) CreateSkill(ctx context.Context, params *CreateSkillParams, body CreateSkillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSkillRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSkill Read a skill
+//
+// Corresponds with GET /api/v1/skills/{skill_id} (the `GetSkill` operationId).
+func (c *Client) GetSkill(ctx context.Context, skillId SkillId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSkillRequest(c.Server, skillId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSkillWithBody Change a skill's name, description, labels or default revision
+//
+// Members left out keep their values; `labels` replaces the whole object. Setting
+// `default_revision_id` to an earlier revision of this skill rolls back (a revision of
+// another skill is 404 naming `default_revision_id`). The configuration changes only by
+// publishing a revision. A change to nothing keeps the version and records nothing.
+// Archived skills can be changed too.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/skills/{skill_id} (the `UpdateSkill` operationId).
+func (c *Client) UpdateSkillWithBody(ctx context.Context, skillId SkillId, params *UpdateSkillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSkillRequestWithBody(c.Server, skillId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSkill Change a skill's name, description, labels or default revision
+//
+// Members left out keep their values; `labels` replaces the whole object. Setting
+// `default_revision_id` to an earlier revision of this skill rolls back (a revision of
+// another skill is 404 naming `default_revision_id`). The configuration changes only by
+// publishing a revision. A change to nothing keeps the version and records nothing.
+// Archived skills can be changed too.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/skills/{skill_id} (the `UpdateSkill` operationId).
+func (c *Client) UpdateSkill(ctx context.Context, skillId SkillId, params *UpdateSkillParams, body UpdateSkillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSkillRequest(c.Server, skillId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ArchiveSkill Archive a skill
+//
+// An archived skill takes no new revisions and cannot be newly referenced;
+// its revisions stay readable and configurations that already use it keep it.
+// Skills are never deleted. Archiving an archived skill changes nothing and answers it
+// as it is (same version).
+//
+// Corresponds with POST /api/v1/skills/{skill_id}/archive (the `ArchiveSkill` operationId).
+func (c *Client) ArchiveSkill(ctx context.Context, skillId SkillId, params *ArchiveSkillParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchiveSkillRequest(c.Server, skillId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSkillRevisions List a skill's revisions, newest (highest number) first
+//
+// Corresponds with GET /api/v1/skills/{skill_id}/revisions (the `ListSkillRevisions` operationId).
+func (c *Client) ListSkillRevisions(ctx context.Context, skillId SkillId, params *ListSkillRevisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSkillRevisionsRequest(c.Server, skillId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishSkillRevisionWithBody Publish a revision of a skill
+//
+// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+// default. Content identical to the skill's current default revision (same normalized
+// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+// same revision, and the skill's version, ETag and audit trail are unchanged, whatever
+// `make_default` says. Content identical to an older, non-default revision is a new
+// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+// revision changes the skill's `latest_revision_number`, so its version moves, with
+// or without `make_default`. An archived skill takes no revisions (409 `conflict`).
+// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/skills/{skill_id}/revisions (the `PublishSkillRevision` operationId).
+func (c *Client) PublishSkillRevisionWithBody(ctx context.Context, skillId SkillId, params *PublishSkillRevisionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishSkillRevisionRequestWithBody(c.Server, skillId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishSkillRevision Publish a revision of a skill
+//
+// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+// default. Content identical to the skill's current default revision (same normalized
+// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+// same revision, and the skill's version, ETag and audit trail are unchanged, whatever
+// `make_default` says. Content identical to an older, non-default revision is a new
+// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+// revision changes the skill's `latest_revision_number`, so its version moves, with
+// or without `make_default`. An archived skill takes no revisions (409 `conflict`).
+// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/skills/{skill_id}/revisions (the `PublishSkillRevision` operationId).
+func (c *Client) PublishSkillRevision(ctx context.Context, skillId SkillId, params *PublishSkillRevisionParams, body PublishSkillRevisionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishSkillRevisionRequest(c.Server, skillId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSkillRevision Read one revision of a skill
+//
+// Revisions never change. A revision of another skill is 404.
+//
+// Corresponds with GET /api/v1/skills/{skill_id}/revisions/{revision_id} (the `GetSkillRevision` operationId).
+func (c *Client) GetSkillRevision(ctx context.Context, skillId SkillId, revisionId RevisionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSkillRevisionRequest(c.Server, skillId, revisionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnarchiveSkill Make an archived skill active again
+//
+// Only an archived skill can be unarchived; otherwise 409 `conflict`.
+//
+// Corresponds with POST /api/v1/skills/{skill_id}/unarchive (the `UnarchiveSkill` operationId).
+func (c *Client) UnarchiveSkill(ctx context.Context, skillId SkillId, params *UnarchiveSkillParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnarchiveSkillRequest(c.Server, skillId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListWebProviders List the web providers of the key's workspace
 //
 // Corresponds with GET /api/v1/web-providers (the `ListWebProviders` operationId).
@@ -3459,6 +4856,533 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListAgentsRequest constructs an http.Request for the ListAgents method
+func NewListAgentsRequest(server string, params *ListAgentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/agents")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Label != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "label", *params.Label, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Archived != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "archived", *params.Archived, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateAgentRequest calls the generic CreateAgent builder with application/json body
+func NewCreateAgentRequest(server string, params *CreateAgentParams, body CreateAgentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAgentRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateAgentRequestWithBody constructs an http.Request for the CreateAgent method, with any body, and a specified content type
+func NewCreateAgentRequestWithBody(server string, params *CreateAgentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/agents")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetAgentRequest constructs an http.Request for the GetAgent method
+func NewGetAgentRequest(server string, agentId AgentId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "agent_id", agentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/agents/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateAgentRequest calls the generic UpdateAgent builder with application/json body
+func NewUpdateAgentRequest(server string, agentId AgentId, params *UpdateAgentParams, body UpdateAgentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAgentRequestWithBody(server, agentId, params, "application/json", bodyReader)
+}
+
+// NewUpdateAgentRequestWithBody constructs an http.Request for the UpdateAgent method, with any body, and a specified content type
+func NewUpdateAgentRequestWithBody(server string, agentId AgentId, params *UpdateAgentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "agent_id", agentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/agents/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewArchiveAgentRequest constructs an http.Request for the ArchiveAgent method
+func NewArchiveAgentRequest(server string, agentId AgentId, params *ArchiveAgentParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "agent_id", agentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/agents/%s/archive", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListAgentRevisionsRequest constructs an http.Request for the ListAgentRevisions method
+func NewListAgentRevisionsRequest(server string, agentId AgentId, params *ListAgentRevisionsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "agent_id", agentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/agents/%s/revisions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPublishAgentRevisionRequest calls the generic PublishAgentRevision builder with application/json body
+func NewPublishAgentRevisionRequest(server string, agentId AgentId, params *PublishAgentRevisionParams, body PublishAgentRevisionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPublishAgentRevisionRequestWithBody(server, agentId, params, "application/json", bodyReader)
+}
+
+// NewPublishAgentRevisionRequestWithBody constructs an http.Request for the PublishAgentRevision method, with any body, and a specified content type
+func NewPublishAgentRevisionRequestWithBody(server string, agentId AgentId, params *PublishAgentRevisionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "agent_id", agentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/agents/%s/revisions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetAgentRevisionRequest constructs an http.Request for the GetAgentRevision method
+func NewGetAgentRevisionRequest(server string, agentId AgentId, revisionId RevisionId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "agent_id", agentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "revision_id", revisionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/agents/%s/revisions/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUnarchiveAgentRequest constructs an http.Request for the UnarchiveAgent method
+func NewUnarchiveAgentRequest(server string, agentId AgentId, params *UnarchiveAgentParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "agent_id", agentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/agents/%s/unarchive", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
 }
 
 // NewListAPIKeysRequest constructs an http.Request for the ListAPIKeys method
@@ -5441,6 +7365,533 @@ func NewListProviderTypesRequest(server string, kind string) (*http.Request, err
 	return req, nil
 }
 
+// NewListSkillsRequest constructs an http.Request for the ListSkills method
+func NewListSkillsRequest(server string, params *ListSkillsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skills")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Label != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "label", *params.Label, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Archived != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "archived", *params.Archived, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSkillRequest calls the generic CreateSkill builder with application/json body
+func NewCreateSkillRequest(server string, params *CreateSkillParams, body CreateSkillJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSkillRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateSkillRequestWithBody constructs an http.Request for the CreateSkill method, with any body, and a specified content type
+func NewCreateSkillRequestWithBody(server string, params *CreateSkillParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skills")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSkillRequest constructs an http.Request for the GetSkill method
+func NewGetSkillRequest(server string, skillId SkillId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "skill_id", skillId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skills/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateSkillRequest calls the generic UpdateSkill builder with application/json body
+func NewUpdateSkillRequest(server string, skillId SkillId, params *UpdateSkillParams, body UpdateSkillJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateSkillRequestWithBody(server, skillId, params, "application/json", bodyReader)
+}
+
+// NewUpdateSkillRequestWithBody constructs an http.Request for the UpdateSkill method, with any body, and a specified content type
+func NewUpdateSkillRequestWithBody(server string, skillId SkillId, params *UpdateSkillParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "skill_id", skillId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skills/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewArchiveSkillRequest constructs an http.Request for the ArchiveSkill method
+func NewArchiveSkillRequest(server string, skillId SkillId, params *ArchiveSkillParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "skill_id", skillId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skills/%s/archive", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListSkillRevisionsRequest constructs an http.Request for the ListSkillRevisions method
+func NewListSkillRevisionsRequest(server string, skillId SkillId, params *ListSkillRevisionsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "skill_id", skillId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skills/%s/revisions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPublishSkillRevisionRequest calls the generic PublishSkillRevision builder with application/json body
+func NewPublishSkillRevisionRequest(server string, skillId SkillId, params *PublishSkillRevisionParams, body PublishSkillRevisionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPublishSkillRevisionRequestWithBody(server, skillId, params, "application/json", bodyReader)
+}
+
+// NewPublishSkillRevisionRequestWithBody constructs an http.Request for the PublishSkillRevision method, with any body, and a specified content type
+func NewPublishSkillRevisionRequestWithBody(server string, skillId SkillId, params *PublishSkillRevisionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "skill_id", skillId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skills/%s/revisions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSkillRevisionRequest constructs an http.Request for the GetSkillRevision method
+func NewGetSkillRevisionRequest(server string, skillId SkillId, revisionId RevisionId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "skill_id", skillId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "revision_id", revisionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skills/%s/revisions/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUnarchiveSkillRequest constructs an http.Request for the UnarchiveSkill method
+func NewUnarchiveSkillRequest(server string, skillId SkillId, params *UnarchiveSkillParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "skill_id", skillId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skills/%s/unarchive", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebProvidersRequest constructs an http.Request for the ListWebProviders method
 func NewListWebProvidersRequest(server string, params *ListWebProvidersParams) (*http.Request, error) {
 	var err error
@@ -6142,6 +8593,154 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListAgentsWithResponse List the agents of the key's workspace
+	//
+	// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
+	// at most 8; a agent matches when it carries every selected label), `q` (a
+	// case-insensitive substring of the name or the description) and `archived` (`true`:
+	// archived agents only, `false`: active ones only; left out: both).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/agents (the `ListAgents` operationId).
+	ListAgentsWithResponse(ctx context.Context, params *ListAgentsParams, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
+
+	// CreateAgentWithBodyWithResponse Create an agent with its revision 1
+	//
+	// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+	// Every reference in `config` is checked in the workspace: an absent id, or one of another
+	// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+	// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+	// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/agents (the `CreateAgent` operationId).
+	CreateAgentWithBodyWithResponse(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
+
+	// CreateAgentWithResponse Create an agent with its revision 1
+	//
+	// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+	// Every reference in `config` is checked in the workspace: an absent id, or one of another
+	// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+	// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+	// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/agents (the `CreateAgent` operationId).
+	CreateAgentWithResponse(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
+
+	// GetAgentWithResponse Read an agent
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/agents/{agent_id} (the `GetAgent` operationId).
+	GetAgentWithResponse(ctx context.Context, agentId AgentId, reqEditors ...RequestEditorFn) (*GetAgentResponse, error)
+
+	// UpdateAgentWithBodyWithResponse Change an agent's name, description, labels or default revision
+	//
+	// Members left out keep their values; `labels` replaces the whole object. Setting
+	// `default_revision_id` to an earlier revision of this agent rolls back (a revision of
+	// another agent is 404 naming `default_revision_id`). The configuration changes only by
+	// publishing a revision. A change to nothing keeps the version and records nothing.
+	// Archived agents can be changed too.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/agents/{agent_id} (the `UpdateAgent` operationId).
+	UpdateAgentWithBodyWithResponse(ctx context.Context, agentId AgentId, params *UpdateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAgentResponse, error)
+
+	// UpdateAgentWithResponse Change an agent's name, description, labels or default revision
+	//
+	// Members left out keep their values; `labels` replaces the whole object. Setting
+	// `default_revision_id` to an earlier revision of this agent rolls back (a revision of
+	// another agent is 404 naming `default_revision_id`). The configuration changes only by
+	// publishing a revision. A change to nothing keeps the version and records nothing.
+	// Archived agents can be changed too.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/agents/{agent_id} (the `UpdateAgent` operationId).
+	UpdateAgentWithResponse(ctx context.Context, agentId AgentId, params *UpdateAgentParams, body UpdateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAgentResponse, error)
+
+	// ArchiveAgentWithResponse Archive an agent
+	//
+	// An archived agent takes no new revisions and cannot be newly referenced or start new runs;
+	// its revisions stay readable and runs and configurations that already use it keep it.
+	// Agents are never deleted. Archiving an archived agent changes nothing and answers it
+	// as it is (same version).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/agents/{agent_id}/archive (the `ArchiveAgent` operationId).
+	ArchiveAgentWithResponse(ctx context.Context, agentId AgentId, params *ArchiveAgentParams, reqEditors ...RequestEditorFn) (*ArchiveAgentResponse, error)
+
+	// ListAgentRevisionsWithResponse List an agent's revisions, newest (highest number) first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/agents/{agent_id}/revisions (the `ListAgentRevisions` operationId).
+	ListAgentRevisionsWithResponse(ctx context.Context, agentId AgentId, params *ListAgentRevisionsParams, reqEditors ...RequestEditorFn) (*ListAgentRevisionsResponse, error)
+
+	// PublishAgentRevisionWithBodyWithResponse Publish a revision of an agent
+	//
+	// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+	// default. Content identical to the agent's current default revision (same normalized
+	// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+	// same revision, and the agent's version, ETag and audit trail are unchanged, whatever
+	// `make_default` says. Content identical to an older, non-default revision is a new
+	// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+	// revision changes the agent's `latest_revision_number`, so its version moves, with
+	// or without `make_default`. An archived agent takes no revisions (409 `conflict`).
+	// Every reference in `config` is checked in the workspace: an absent id, or one of another
+	// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+	// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+	// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/agents/{agent_id}/revisions (the `PublishAgentRevision` operationId).
+	PublishAgentRevisionWithBodyWithResponse(ctx context.Context, agentId AgentId, params *PublishAgentRevisionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishAgentRevisionResponse, error)
+
+	// PublishAgentRevisionWithResponse Publish a revision of an agent
+	//
+	// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+	// default. Content identical to the agent's current default revision (same normalized
+	// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+	// same revision, and the agent's version, ETag and audit trail are unchanged, whatever
+	// `make_default` says. Content identical to an older, non-default revision is a new
+	// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+	// revision changes the agent's `latest_revision_number`, so its version moves, with
+	// or without `make_default`. An archived agent takes no revisions (409 `conflict`).
+	// Every reference in `config` is checked in the workspace: an absent id, or one of another
+	// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+	// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+	// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/agents/{agent_id}/revisions (the `PublishAgentRevision` operationId).
+	PublishAgentRevisionWithResponse(ctx context.Context, agentId AgentId, params *PublishAgentRevisionParams, body PublishAgentRevisionJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishAgentRevisionResponse, error)
+
+	// GetAgentRevisionWithResponse Read one revision of an agent
+	//
+	// Revisions never change. A revision of another agent is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/agents/{agent_id}/revisions/{revision_id} (the `GetAgentRevision` operationId).
+	GetAgentRevisionWithResponse(ctx context.Context, agentId AgentId, revisionId RevisionId, reqEditors ...RequestEditorFn) (*GetAgentRevisionResponse, error)
+
+	// UnarchiveAgentWithResponse Make an archived agent active again
+	//
+	// Only an archived agent can be unarchived; otherwise 409 `conflict`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/agents/{agent_id}/unarchive (the `UnarchiveAgent` operationId).
+	UnarchiveAgentWithResponse(ctx context.Context, agentId AgentId, params *UnarchiveAgentParams, reqEditors ...RequestEditorFn) (*UnarchiveAgentResponse, error)
+
 	// ListAPIKeysWithResponse List the API keys of the key's workspace
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6669,6 +9268,146 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/provider-types/{kind} (the `ListProviderTypes` operationId).
 	ListProviderTypesWithResponse(ctx context.Context, kind string, reqEditors ...RequestEditorFn) (*ListProviderTypesResponse, error)
 
+	// ListSkillsWithResponse List the skills of the key's workspace
+	//
+	// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
+	// at most 8; a skill matches when it carries every selected label), `q` (a
+	// case-insensitive substring of the name or the description) and `archived` (`true`:
+	// archived skills only, `false`: active ones only; left out: both).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/skills (the `ListSkills` operationId).
+	ListSkillsWithResponse(ctx context.Context, params *ListSkillsParams, reqEditors ...RequestEditorFn) (*ListSkillsResponse, error)
+
+	// CreateSkillWithBodyWithResponse Create a skill with its revision 1
+	//
+	// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+	// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+	// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/skills (the `CreateSkill` operationId).
+	CreateSkillWithBodyWithResponse(ctx context.Context, params *CreateSkillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSkillResponse, error)
+
+	// CreateSkillWithResponse Create a skill with its revision 1
+	//
+	// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+	// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+	// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/skills (the `CreateSkill` operationId).
+	CreateSkillWithResponse(ctx context.Context, params *CreateSkillParams, body CreateSkillJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSkillResponse, error)
+
+	// GetSkillWithResponse Read a skill
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/skills/{skill_id} (the `GetSkill` operationId).
+	GetSkillWithResponse(ctx context.Context, skillId SkillId, reqEditors ...RequestEditorFn) (*GetSkillResponse, error)
+
+	// UpdateSkillWithBodyWithResponse Change a skill's name, description, labels or default revision
+	//
+	// Members left out keep their values; `labels` replaces the whole object. Setting
+	// `default_revision_id` to an earlier revision of this skill rolls back (a revision of
+	// another skill is 404 naming `default_revision_id`). The configuration changes only by
+	// publishing a revision. A change to nothing keeps the version and records nothing.
+	// Archived skills can be changed too.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/skills/{skill_id} (the `UpdateSkill` operationId).
+	UpdateSkillWithBodyWithResponse(ctx context.Context, skillId SkillId, params *UpdateSkillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSkillResponse, error)
+
+	// UpdateSkillWithResponse Change a skill's name, description, labels or default revision
+	//
+	// Members left out keep their values; `labels` replaces the whole object. Setting
+	// `default_revision_id` to an earlier revision of this skill rolls back (a revision of
+	// another skill is 404 naming `default_revision_id`). The configuration changes only by
+	// publishing a revision. A change to nothing keeps the version and records nothing.
+	// Archived skills can be changed too.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/skills/{skill_id} (the `UpdateSkill` operationId).
+	UpdateSkillWithResponse(ctx context.Context, skillId SkillId, params *UpdateSkillParams, body UpdateSkillJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSkillResponse, error)
+
+	// ArchiveSkillWithResponse Archive a skill
+	//
+	// An archived skill takes no new revisions and cannot be newly referenced;
+	// its revisions stay readable and configurations that already use it keep it.
+	// Skills are never deleted. Archiving an archived skill changes nothing and answers it
+	// as it is (same version).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/skills/{skill_id}/archive (the `ArchiveSkill` operationId).
+	ArchiveSkillWithResponse(ctx context.Context, skillId SkillId, params *ArchiveSkillParams, reqEditors ...RequestEditorFn) (*ArchiveSkillResponse, error)
+
+	// ListSkillRevisionsWithResponse List a skill's revisions, newest (highest number) first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/skills/{skill_id}/revisions (the `ListSkillRevisions` operationId).
+	ListSkillRevisionsWithResponse(ctx context.Context, skillId SkillId, params *ListSkillRevisionsParams, reqEditors ...RequestEditorFn) (*ListSkillRevisionsResponse, error)
+
+	// PublishSkillRevisionWithBodyWithResponse Publish a revision of a skill
+	//
+	// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+	// default. Content identical to the skill's current default revision (same normalized
+	// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+	// same revision, and the skill's version, ETag and audit trail are unchanged, whatever
+	// `make_default` says. Content identical to an older, non-default revision is a new
+	// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+	// revision changes the skill's `latest_revision_number`, so its version moves, with
+	// or without `make_default`. An archived skill takes no revisions (409 `conflict`).
+	// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+	// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/skills/{skill_id}/revisions (the `PublishSkillRevision` operationId).
+	PublishSkillRevisionWithBodyWithResponse(ctx context.Context, skillId SkillId, params *PublishSkillRevisionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishSkillRevisionResponse, error)
+
+	// PublishSkillRevisionWithResponse Publish a revision of a skill
+	//
+	// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+	// default. Content identical to the skill's current default revision (same normalized
+	// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+	// same revision, and the skill's version, ETag and audit trail are unchanged, whatever
+	// `make_default` says. Content identical to an older, non-default revision is a new
+	// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+	// revision changes the skill's `latest_revision_number`, so its version moves, with
+	// or without `make_default`. An archived skill takes no revisions (409 `conflict`).
+	// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+	// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/skills/{skill_id}/revisions (the `PublishSkillRevision` operationId).
+	PublishSkillRevisionWithResponse(ctx context.Context, skillId SkillId, params *PublishSkillRevisionParams, body PublishSkillRevisionJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishSkillRevisionResponse, error)
+
+	// GetSkillRevisionWithResponse Read one revision of a skill
+	//
+	// Revisions never change. A revision of another skill is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/skills/{skill_id}/revisions/{revision_id} (the `GetSkillRevision` operationId).
+	GetSkillRevisionWithResponse(ctx context.Context, skillId SkillId, revisionId RevisionId, reqEditors ...RequestEditorFn) (*GetSkillRevisionResponse, error)
+
+	// UnarchiveSkillWithResponse Make an archived skill active again
+	//
+	// Only an archived skill can be unarchived; otherwise 409 `conflict`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/skills/{skill_id}/unarchive (the `UnarchiveSkill` operationId).
+	UnarchiveSkillWithResponse(ctx context.Context, skillId SkillId, params *UnarchiveSkillParams, reqEditors ...RequestEditorFn) (*UnarchiveSkillResponse, error)
+
 	// ListWebProvidersWithResponse List the web providers of the key's workspace
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6835,6 +9574,1055 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
+}
+
+// ListAgentsResponse429Headers the declared response headers of an HTTP 429 response for ListAgents
+type ListAgentsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListAgentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AgentPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAgentsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAgentsResponse) GetJSON200() *AgentPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAgentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAgentsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAgentsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListAgentsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAgentsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAgentsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAgentsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAgentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAgentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAgentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAgentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateAgentResponse201Headers the declared response headers of an HTTP 201 response for CreateAgent
+type CreateAgentResponse201Headers struct {
+	ETag     *string
+	Location *string
+}
+
+// CreateAgentResponse429Headers the declared response headers of an HTTP 429 response for CreateAgent
+type CreateAgentResponse429Headers struct {
+	RetryAfter *int
+}
+
+type CreateAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Agent
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateAgentResponse201Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateAgentResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAgentResponse) GetJSON201() *Agent {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateAgentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAgentResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateAgentResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateAgentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r CreateAgentResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateAgentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateAgentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateAgentResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateAgentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateAgentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateAgentResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAgentResponse200Headers the declared response headers of an HTTP 200 response for GetAgent
+type GetAgentResponse200Headers struct {
+	ETag *string
+}
+
+// GetAgentResponse429Headers the declared response headers of an HTTP 429 response for GetAgent
+type GetAgentResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Agent
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAgentResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAgentResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAgentResponse) GetJSON200() *Agent {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAgentResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAgentResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAgentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetAgentResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAgentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAgentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAgentResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateAgentResponse200Headers the declared response headers of an HTTP 200 response for UpdateAgent
+type UpdateAgentResponse200Headers struct {
+	ETag *string
+}
+
+// UpdateAgentResponse429Headers the declared response headers of an HTTP 429 response for UpdateAgent
+type UpdateAgentResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UpdateAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Agent
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateAgentResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateAgentResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateAgentResponse) GetJSON200() *Agent {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateAgentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateAgentResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateAgentResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateAgentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r UpdateAgentResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r UpdateAgentResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateAgentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateAgentResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r UpdateAgentResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateAgentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateAgentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateAgentResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ArchiveAgentResponse200Headers the declared response headers of an HTTP 200 response for ArchiveAgent
+type ArchiveAgentResponse200Headers struct {
+	ETag *string
+}
+
+// ArchiveAgentResponse429Headers the declared response headers of an HTTP 429 response for ArchiveAgent
+type ArchiveAgentResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ArchiveAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Agent
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ArchiveAgentResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ArchiveAgentResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ArchiveAgentResponse) GetJSON200() *Agent {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ArchiveAgentResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ArchiveAgentResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ArchiveAgentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ArchiveAgentResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r ArchiveAgentResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r ArchiveAgentResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ArchiveAgentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ArchiveAgentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ArchiveAgentResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ArchiveAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ArchiveAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ArchiveAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ArchiveAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAgentRevisionsResponse429Headers the declared response headers of an HTTP 429 response for ListAgentRevisions
+type ListAgentRevisionsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListAgentRevisionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AgentRevisionPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAgentRevisionsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAgentRevisionsResponse) GetJSON200() *AgentRevisionPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAgentRevisionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAgentRevisionsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAgentRevisionsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListAgentRevisionsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListAgentRevisionsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAgentRevisionsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAgentRevisionsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAgentRevisionsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAgentRevisionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAgentRevisionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAgentRevisionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAgentRevisionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PublishAgentRevisionResponse201Headers the declared response headers of an HTTP 201 response for PublishAgentRevision
+type PublishAgentRevisionResponse201Headers struct {
+	Location *string
+}
+
+// PublishAgentRevisionResponse429Headers the declared response headers of an HTTP 429 response for PublishAgentRevision
+type PublishAgentRevisionResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PublishAgentRevisionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *AgentRevision
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PublishAgentRevisionResponse201Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PublishAgentRevisionResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON201() *AgentRevision {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PublishAgentRevisionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublishAgentRevisionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublishAgentRevisionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublishAgentRevisionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAgentRevisionResponse429Headers the declared response headers of an HTTP 429 response for GetAgentRevision
+type GetAgentRevisionResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetAgentRevisionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AgentRevision
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAgentRevisionResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAgentRevisionResponse) GetJSON200() *AgentRevision {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAgentRevisionResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAgentRevisionResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAgentRevisionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetAgentRevisionResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAgentRevisionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAgentRevisionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAgentRevisionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAgentRevisionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAgentRevisionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAgentRevisionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAgentRevisionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UnarchiveAgentResponse200Headers the declared response headers of an HTTP 200 response for UnarchiveAgent
+type UnarchiveAgentResponse200Headers struct {
+	ETag *string
+}
+
+// UnarchiveAgentResponse429Headers the declared response headers of an HTTP 429 response for UnarchiveAgent
+type UnarchiveAgentResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UnarchiveAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Agent
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UnarchiveAgentResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UnarchiveAgentResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON200() *Agent {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UnarchiveAgentResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UnarchiveAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnarchiveAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnarchiveAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnarchiveAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListAPIKeysResponse429Headers the declared response headers of an HTTP 429 response for ListAPIKeys
@@ -11208,6 +14996,1055 @@ func (r ListProviderTypesResponse) ContentType() string {
 	return ""
 }
 
+// ListSkillsResponse429Headers the declared response headers of an HTTP 429 response for ListSkills
+type ListSkillsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListSkillsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SkillPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSkillsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSkillsResponse) GetJSON200() *SkillPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSkillsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSkillsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSkillsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListSkillsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSkillsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSkillsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSkillsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSkillsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSkillsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSkillsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSkillsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateSkillResponse201Headers the declared response headers of an HTTP 201 response for CreateSkill
+type CreateSkillResponse201Headers struct {
+	ETag     *string
+	Location *string
+}
+
+// CreateSkillResponse429Headers the declared response headers of an HTTP 429 response for CreateSkill
+type CreateSkillResponse429Headers struct {
+	RetryAfter *int
+}
+
+type CreateSkillResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Skill
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateSkillResponse201Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateSkillResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateSkillResponse) GetJSON201() *Skill {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateSkillResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateSkillResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateSkillResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateSkillResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r CreateSkillResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateSkillResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateSkillResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateSkillResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateSkillResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateSkillResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateSkillResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateSkillResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSkillResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSkillResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateSkillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSkillResponse200Headers the declared response headers of an HTTP 200 response for GetSkill
+type GetSkillResponse200Headers struct {
+	ETag *string
+}
+
+// GetSkillResponse429Headers the declared response headers of an HTTP 429 response for GetSkill
+type GetSkillResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetSkillResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Skill
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSkillResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSkillResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSkillResponse) GetJSON200() *Skill {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSkillResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSkillResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSkillResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetSkillResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSkillResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSkillResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSkillResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSkillResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSkillResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSkillResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSkillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateSkillResponse200Headers the declared response headers of an HTTP 200 response for UpdateSkill
+type UpdateSkillResponse200Headers struct {
+	ETag *string
+}
+
+// UpdateSkillResponse429Headers the declared response headers of an HTTP 429 response for UpdateSkill
+type UpdateSkillResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UpdateSkillResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Skill
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateSkillResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateSkillResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateSkillResponse) GetJSON200() *Skill {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateSkillResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateSkillResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateSkillResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateSkillResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r UpdateSkillResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r UpdateSkillResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateSkillResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateSkillResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r UpdateSkillResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateSkillResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateSkillResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateSkillResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateSkillResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateSkillResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateSkillResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateSkillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ArchiveSkillResponse200Headers the declared response headers of an HTTP 200 response for ArchiveSkill
+type ArchiveSkillResponse200Headers struct {
+	ETag *string
+}
+
+// ArchiveSkillResponse429Headers the declared response headers of an HTTP 429 response for ArchiveSkill
+type ArchiveSkillResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ArchiveSkillResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Skill
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ArchiveSkillResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ArchiveSkillResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ArchiveSkillResponse) GetJSON200() *Skill {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ArchiveSkillResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ArchiveSkillResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ArchiveSkillResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ArchiveSkillResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r ArchiveSkillResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r ArchiveSkillResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ArchiveSkillResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ArchiveSkillResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ArchiveSkillResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ArchiveSkillResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ArchiveSkillResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ArchiveSkillResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ArchiveSkillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSkillRevisionsResponse429Headers the declared response headers of an HTTP 429 response for ListSkillRevisions
+type ListSkillRevisionsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListSkillRevisionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SkillRevisionPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSkillRevisionsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSkillRevisionsResponse) GetJSON200() *SkillRevisionPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSkillRevisionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSkillRevisionsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSkillRevisionsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListSkillRevisionsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListSkillRevisionsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSkillRevisionsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSkillRevisionsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSkillRevisionsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSkillRevisionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSkillRevisionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSkillRevisionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSkillRevisionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PublishSkillRevisionResponse201Headers the declared response headers of an HTTP 201 response for PublishSkillRevision
+type PublishSkillRevisionResponse201Headers struct {
+	Location *string
+}
+
+// PublishSkillRevisionResponse429Headers the declared response headers of an HTTP 429 response for PublishSkillRevision
+type PublishSkillRevisionResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PublishSkillRevisionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SkillRevision
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PublishSkillRevisionResponse201Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PublishSkillRevisionResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON201() *SkillRevision {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PublishSkillRevisionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublishSkillRevisionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublishSkillRevisionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublishSkillRevisionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSkillRevisionResponse429Headers the declared response headers of an HTTP 429 response for GetSkillRevision
+type GetSkillRevisionResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetSkillRevisionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SkillRevision
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSkillRevisionResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSkillRevisionResponse) GetJSON200() *SkillRevision {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSkillRevisionResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSkillRevisionResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSkillRevisionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetSkillRevisionResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSkillRevisionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSkillRevisionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSkillRevisionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSkillRevisionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSkillRevisionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSkillRevisionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSkillRevisionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UnarchiveSkillResponse200Headers the declared response headers of an HTTP 200 response for UnarchiveSkill
+type UnarchiveSkillResponse200Headers struct {
+	ETag *string
+}
+
+// UnarchiveSkillResponse429Headers the declared response headers of an HTTP 429 response for UnarchiveSkill
+type UnarchiveSkillResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UnarchiveSkillResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Skill
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UnarchiveSkillResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UnarchiveSkillResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON200() *Skill {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UnarchiveSkillResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UnarchiveSkillResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnarchiveSkillResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnarchiveSkillResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnarchiveSkillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebProvidersResponse429Headers the declared response headers of an HTTP 429 response for ListWebProviders
 type ListWebProvidersResponse429Headers struct {
 	RetryAfter *int
@@ -12577,6 +17414,226 @@ func (r GetReadinessResponse) ContentType() string {
 	return ""
 }
 
+// ListAgentsWithResponse List the agents of the key's workspace
+//
+// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
+// at most 8; a agent matches when it carries every selected label), `q` (a
+// case-insensitive substring of the name or the description) and `archived` (`true`:
+// archived agents only, `false`: active ones only; left out: both).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/agents (the `ListAgents` operationId).
+func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, params *ListAgentsParams, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error) {
+	rsp, err := c.ListAgents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAgentsResponse(rsp)
+}
+
+// CreateAgentWithBodyWithResponse Create an agent with its revision 1
+//
+// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+// Every reference in `config` is checked in the workspace: an absent id, or one of another
+// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/agents (the `CreateAgent` operationId).
+func (c *ClientWithResponses) CreateAgentWithBodyWithResponse(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
+	rsp, err := c.CreateAgentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAgentResponse(rsp)
+}
+
+// CreateAgentWithResponse Create an agent with its revision 1
+//
+// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+// Every reference in `config` is checked in the workspace: an absent id, or one of another
+// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/agents (the `CreateAgent` operationId).
+func (c *ClientWithResponses) CreateAgentWithResponse(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
+	rsp, err := c.CreateAgent(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAgentResponse(rsp)
+}
+
+// GetAgentWithResponse Read an agent
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/agents/{agent_id} (the `GetAgent` operationId).
+func (c *ClientWithResponses) GetAgentWithResponse(ctx context.Context, agentId AgentId, reqEditors ...RequestEditorFn) (*GetAgentResponse, error) {
+	rsp, err := c.GetAgent(ctx, agentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAgentResponse(rsp)
+}
+
+// UpdateAgentWithBodyWithResponse Change an agent's name, description, labels or default revision
+//
+// Members left out keep their values; `labels` replaces the whole object. Setting
+// `default_revision_id` to an earlier revision of this agent rolls back (a revision of
+// another agent is 404 naming `default_revision_id`). The configuration changes only by
+// publishing a revision. A change to nothing keeps the version and records nothing.
+// Archived agents can be changed too.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/agents/{agent_id} (the `UpdateAgent` operationId).
+func (c *ClientWithResponses) UpdateAgentWithBodyWithResponse(ctx context.Context, agentId AgentId, params *UpdateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAgentResponse, error) {
+	rsp, err := c.UpdateAgentWithBody(ctx, agentId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAgentResponse(rsp)
+}
+
+// UpdateAgentWithResponse Change an agent's name, description, labels or default revision
+//
+// Members left out keep their values; `labels` replaces the whole object. Setting
+// `default_revision_id` to an earlier revision of this agent rolls back (a revision of
+// another agent is 404 naming `default_revision_id`). The configuration changes only by
+// publishing a revision. A change to nothing keeps the version and records nothing.
+// Archived agents can be changed too.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/agents/{agent_id} (the `UpdateAgent` operationId).
+func (c *ClientWithResponses) UpdateAgentWithResponse(ctx context.Context, agentId AgentId, params *UpdateAgentParams, body UpdateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAgentResponse, error) {
+	rsp, err := c.UpdateAgent(ctx, agentId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAgentResponse(rsp)
+}
+
+// ArchiveAgentWithResponse Archive an agent
+//
+// An archived agent takes no new revisions and cannot be newly referenced or start new runs;
+// its revisions stay readable and runs and configurations that already use it keep it.
+// Agents are never deleted. Archiving an archived agent changes nothing and answers it
+// as it is (same version).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/agents/{agent_id}/archive (the `ArchiveAgent` operationId).
+func (c *ClientWithResponses) ArchiveAgentWithResponse(ctx context.Context, agentId AgentId, params *ArchiveAgentParams, reqEditors ...RequestEditorFn) (*ArchiveAgentResponse, error) {
+	rsp, err := c.ArchiveAgent(ctx, agentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseArchiveAgentResponse(rsp)
+}
+
+// ListAgentRevisionsWithResponse List an agent's revisions, newest (highest number) first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/agents/{agent_id}/revisions (the `ListAgentRevisions` operationId).
+func (c *ClientWithResponses) ListAgentRevisionsWithResponse(ctx context.Context, agentId AgentId, params *ListAgentRevisionsParams, reqEditors ...RequestEditorFn) (*ListAgentRevisionsResponse, error) {
+	rsp, err := c.ListAgentRevisions(ctx, agentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAgentRevisionsResponse(rsp)
+}
+
+// PublishAgentRevisionWithBodyWithResponse Publish a revision of an agent
+//
+// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+// default. Content identical to the agent's current default revision (same normalized
+// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+// same revision, and the agent's version, ETag and audit trail are unchanged, whatever
+// `make_default` says. Content identical to an older, non-default revision is a new
+// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+// revision changes the agent's `latest_revision_number`, so its version moves, with
+// or without `make_default`. An archived agent takes no revisions (409 `conflict`).
+// Every reference in `config` is checked in the workspace: an absent id, or one of another
+// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/agents/{agent_id}/revisions (the `PublishAgentRevision` operationId).
+func (c *ClientWithResponses) PublishAgentRevisionWithBodyWithResponse(ctx context.Context, agentId AgentId, params *PublishAgentRevisionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishAgentRevisionResponse, error) {
+	rsp, err := c.PublishAgentRevisionWithBody(ctx, agentId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishAgentRevisionResponse(rsp)
+}
+
+// PublishAgentRevisionWithResponse Publish a revision of an agent
+//
+// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+// default. Content identical to the agent's current default revision (same normalized
+// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+// same revision, and the agent's version, ETag and audit trail are unchanged, whatever
+// `make_default` says. Content identical to an older, non-default revision is a new
+// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+// revision changes the agent's `latest_revision_number`, so its version moves, with
+// or without `make_default`. An archived agent takes no revisions (409 `conflict`).
+// Every reference in `config` is checked in the workspace: an absent id, or one of another
+// workspace, is 404 `not_found` with `details` naming the field (`config.model`,
+// `config.skills[0].skill_id`, ...); a disabled model, model provider or web provider is
+// 409 `disabled`; an archived skill or subagent is 409 `conflict`. See `AgentConfigInput`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/agents/{agent_id}/revisions (the `PublishAgentRevision` operationId).
+func (c *ClientWithResponses) PublishAgentRevisionWithResponse(ctx context.Context, agentId AgentId, params *PublishAgentRevisionParams, body PublishAgentRevisionJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishAgentRevisionResponse, error) {
+	rsp, err := c.PublishAgentRevision(ctx, agentId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishAgentRevisionResponse(rsp)
+}
+
+// GetAgentRevisionWithResponse Read one revision of an agent
+//
+// Revisions never change. A revision of another agent is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/agents/{agent_id}/revisions/{revision_id} (the `GetAgentRevision` operationId).
+func (c *ClientWithResponses) GetAgentRevisionWithResponse(ctx context.Context, agentId AgentId, revisionId RevisionId, reqEditors ...RequestEditorFn) (*GetAgentRevisionResponse, error) {
+	rsp, err := c.GetAgentRevision(ctx, agentId, revisionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAgentRevisionResponse(rsp)
+}
+
+// UnarchiveAgentWithResponse Make an archived agent active again
+//
+// Only an archived agent can be unarchived; otherwise 409 `conflict`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/agents/{agent_id}/unarchive (the `UnarchiveAgent` operationId).
+func (c *ClientWithResponses) UnarchiveAgentWithResponse(ctx context.Context, agentId AgentId, params *UnarchiveAgentParams, reqEditors ...RequestEditorFn) (*UnarchiveAgentResponse, error) {
+	rsp, err := c.UnarchiveAgent(ctx, agentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnarchiveAgentResponse(rsp)
+}
+
 // ListAPIKeysWithResponse List the API keys of the key's workspace
 //
 // Returns a wrapper object for the known response body format(s).
@@ -13422,6 +18479,218 @@ func (c *ClientWithResponses) ListProviderTypesWithResponse(ctx context.Context,
 	return ParseListProviderTypesResponse(rsp)
 }
 
+// ListSkillsWithResponse List the skills of the key's workspace
+//
+// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
+// at most 8; a skill matches when it carries every selected label), `q` (a
+// case-insensitive substring of the name or the description) and `archived` (`true`:
+// archived skills only, `false`: active ones only; left out: both).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/skills (the `ListSkills` operationId).
+func (c *ClientWithResponses) ListSkillsWithResponse(ctx context.Context, params *ListSkillsParams, reqEditors ...RequestEditorFn) (*ListSkillsResponse, error) {
+	rsp, err := c.ListSkills(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSkillsResponse(rsp)
+}
+
+// CreateSkillWithBodyWithResponse Create a skill with its revision 1
+//
+// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/skills (the `CreateSkill` operationId).
+func (c *ClientWithResponses) CreateSkillWithBodyWithResponse(ctx context.Context, params *CreateSkillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSkillResponse, error) {
+	rsp, err := c.CreateSkillWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSkillResponse(rsp)
+}
+
+// CreateSkillWithResponse Create a skill with its revision 1
+//
+// Creates the head and revision 1 from `config`, and makes revision 1 the default.
+// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/skills (the `CreateSkill` operationId).
+func (c *ClientWithResponses) CreateSkillWithResponse(ctx context.Context, params *CreateSkillParams, body CreateSkillJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSkillResponse, error) {
+	rsp, err := c.CreateSkill(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSkillResponse(rsp)
+}
+
+// GetSkillWithResponse Read a skill
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/skills/{skill_id} (the `GetSkill` operationId).
+func (c *ClientWithResponses) GetSkillWithResponse(ctx context.Context, skillId SkillId, reqEditors ...RequestEditorFn) (*GetSkillResponse, error) {
+	rsp, err := c.GetSkill(ctx, skillId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSkillResponse(rsp)
+}
+
+// UpdateSkillWithBodyWithResponse Change a skill's name, description, labels or default revision
+//
+// Members left out keep their values; `labels` replaces the whole object. Setting
+// `default_revision_id` to an earlier revision of this skill rolls back (a revision of
+// another skill is 404 naming `default_revision_id`). The configuration changes only by
+// publishing a revision. A change to nothing keeps the version and records nothing.
+// Archived skills can be changed too.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/skills/{skill_id} (the `UpdateSkill` operationId).
+func (c *ClientWithResponses) UpdateSkillWithBodyWithResponse(ctx context.Context, skillId SkillId, params *UpdateSkillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSkillResponse, error) {
+	rsp, err := c.UpdateSkillWithBody(ctx, skillId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSkillResponse(rsp)
+}
+
+// UpdateSkillWithResponse Change a skill's name, description, labels or default revision
+//
+// Members left out keep their values; `labels` replaces the whole object. Setting
+// `default_revision_id` to an earlier revision of this skill rolls back (a revision of
+// another skill is 404 naming `default_revision_id`). The configuration changes only by
+// publishing a revision. A change to nothing keeps the version and records nothing.
+// Archived skills can be changed too.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/skills/{skill_id} (the `UpdateSkill` operationId).
+func (c *ClientWithResponses) UpdateSkillWithResponse(ctx context.Context, skillId SkillId, params *UpdateSkillParams, body UpdateSkillJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSkillResponse, error) {
+	rsp, err := c.UpdateSkill(ctx, skillId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSkillResponse(rsp)
+}
+
+// ArchiveSkillWithResponse Archive a skill
+//
+// An archived skill takes no new revisions and cannot be newly referenced;
+// its revisions stay readable and configurations that already use it keep it.
+// Skills are never deleted. Archiving an archived skill changes nothing and answers it
+// as it is (same version).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/skills/{skill_id}/archive (the `ArchiveSkill` operationId).
+func (c *ClientWithResponses) ArchiveSkillWithResponse(ctx context.Context, skillId SkillId, params *ArchiveSkillParams, reqEditors ...RequestEditorFn) (*ArchiveSkillResponse, error) {
+	rsp, err := c.ArchiveSkill(ctx, skillId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseArchiveSkillResponse(rsp)
+}
+
+// ListSkillRevisionsWithResponse List a skill's revisions, newest (highest number) first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/skills/{skill_id}/revisions (the `ListSkillRevisions` operationId).
+func (c *ClientWithResponses) ListSkillRevisionsWithResponse(ctx context.Context, skillId SkillId, params *ListSkillRevisionsParams, reqEditors ...RequestEditorFn) (*ListSkillRevisionsResponse, error) {
+	rsp, err := c.ListSkillRevisions(ctx, skillId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSkillRevisionsResponse(rsp)
+}
+
+// PublishSkillRevisionWithBodyWithResponse Publish a revision of a skill
+//
+// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+// default. Content identical to the skill's current default revision (same normalized
+// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+// same revision, and the skill's version, ETag and audit trail are unchanged, whatever
+// `make_default` says. Content identical to an older, non-default revision is a new
+// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+// revision changes the skill's `latest_revision_number`, so its version moves, with
+// or without `make_default`. An archived skill takes no revisions (409 `conflict`).
+// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/skills/{skill_id}/revisions (the `PublishSkillRevision` operationId).
+func (c *ClientWithResponses) PublishSkillRevisionWithBodyWithResponse(ctx context.Context, skillId SkillId, params *PublishSkillRevisionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishSkillRevisionResponse, error) {
+	rsp, err := c.PublishSkillRevisionWithBody(ctx, skillId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishSkillRevisionResponse(rsp)
+}
+
+// PublishSkillRevisionWithResponse Publish a revision of a skill
+//
+// Adds revision n+1 with `config` and, unless `make_default` is false, makes it the
+// default. Content identical to the skill's current default revision (same normalized
+// configuration, hence same `content_hash`) creates nothing: the answer is 201 with that
+// same revision, and the skill's version, ETag and audit trail are unchanged, whatever
+// `make_default` says. Content identical to an older, non-default revision is a new
+// revision (roll back with PATCH `default_revision_id` instead to reuse it). Any new
+// revision changes the skill's `latest_revision_number`, so its version moves, with
+// or without `make_default`. An archived skill takes no revisions (409 `conflict`).
+// `config.package.asset_id`, when set, must be an asset of the workspace holding a safe
+// zip or tar skill package (404 naming the field otherwise). See `SkillConfigInput`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/skills/{skill_id}/revisions (the `PublishSkillRevision` operationId).
+func (c *ClientWithResponses) PublishSkillRevisionWithResponse(ctx context.Context, skillId SkillId, params *PublishSkillRevisionParams, body PublishSkillRevisionJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishSkillRevisionResponse, error) {
+	rsp, err := c.PublishSkillRevision(ctx, skillId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishSkillRevisionResponse(rsp)
+}
+
+// GetSkillRevisionWithResponse Read one revision of a skill
+//
+// Revisions never change. A revision of another skill is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/skills/{skill_id}/revisions/{revision_id} (the `GetSkillRevision` operationId).
+func (c *ClientWithResponses) GetSkillRevisionWithResponse(ctx context.Context, skillId SkillId, revisionId RevisionId, reqEditors ...RequestEditorFn) (*GetSkillRevisionResponse, error) {
+	rsp, err := c.GetSkillRevision(ctx, skillId, revisionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSkillRevisionResponse(rsp)
+}
+
+// UnarchiveSkillWithResponse Make an archived skill active again
+//
+// Only an archived skill can be unarchived; otherwise 409 `conflict`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/skills/{skill_id}/unarchive (the `UnarchiveSkill` operationId).
+func (c *ClientWithResponses) UnarchiveSkillWithResponse(ctx context.Context, skillId SkillId, params *UnarchiveSkillParams, reqEditors ...RequestEditorFn) (*UnarchiveSkillResponse, error) {
+	rsp, err := c.UnarchiveSkill(ctx, skillId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnarchiveSkillResponse(rsp)
+}
+
 // ListWebProvidersWithResponse List the web providers of the key's workspace
 //
 // Returns a wrapper object for the known response body format(s).
@@ -13695,6 +18964,998 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseGetReadinessResponse(rsp)
+}
+
+// ParseListAgentsResponse parses an HTTP response from a ListAgentsWithResponse call
+func ParseListAgentsResponse(rsp *http.Response) (*ListAgentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAgentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AgentPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListAgentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateAgentResponse parses an HTTP response from a CreateAgentWithResponse call
+func ParseCreateAgentResponse(rsp *http.Response) (*CreateAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Agent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateAgentResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateAgentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAgentResponse parses an HTTP response from a GetAgentWithResponse call
+func ParseGetAgentResponse(rsp *http.Response) (*GetAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Agent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAgentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAgentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAgentResponse parses an HTTP response from a UpdateAgentWithResponse call
+func ParseUpdateAgentResponse(rsp *http.Response) (*UpdateAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Agent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateAgentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateAgentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseArchiveAgentResponse parses an HTTP response from a ArchiveAgentWithResponse call
+func ParseArchiveAgentResponse(rsp *http.Response) (*ArchiveAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ArchiveAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Agent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ArchiveAgentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers ArchiveAgentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAgentRevisionsResponse parses an HTTP response from a ListAgentRevisionsWithResponse call
+func ParseListAgentRevisionsResponse(rsp *http.Response) (*ListAgentRevisionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAgentRevisionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AgentRevisionPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListAgentRevisionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePublishAgentRevisionResponse parses an HTTP response from a PublishAgentRevisionWithResponse call
+func ParsePublishAgentRevisionResponse(rsp *http.Response) (*PublishAgentRevisionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublishAgentRevisionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest AgentRevision
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers PublishAgentRevisionResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 429:
+		var headers PublishAgentRevisionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAgentRevisionResponse parses an HTTP response from a GetAgentRevisionWithResponse call
+func ParseGetAgentRevisionResponse(rsp *http.Response) (*GetAgentRevisionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAgentRevisionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AgentRevision
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetAgentRevisionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUnarchiveAgentResponse parses an HTTP response from a UnarchiveAgentWithResponse call
+func ParseUnarchiveAgentResponse(rsp *http.Response) (*UnarchiveAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnarchiveAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Agent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UnarchiveAgentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers UnarchiveAgentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListAPIKeysResponse parses an HTTP response from a ListAPIKeysWithResponse call
@@ -17806,6 +24067,998 @@ func ParseListProviderTypesResponse(rsp *http.Response) (*ListProviderTypesRespo
 	switch {
 	case rsp.StatusCode == 429:
 		var headers ListProviderTypesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSkillsResponse parses an HTTP response from a ListSkillsWithResponse call
+func ParseListSkillsResponse(rsp *http.Response) (*ListSkillsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSkillsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SkillPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListSkillsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateSkillResponse parses an HTTP response from a CreateSkillWithResponse call
+func ParseCreateSkillResponse(rsp *http.Response) (*CreateSkillResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSkillResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Skill
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateSkillResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateSkillResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSkillResponse parses an HTTP response from a GetSkillWithResponse call
+func ParseGetSkillResponse(rsp *http.Response) (*GetSkillResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSkillResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Skill
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSkillResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSkillResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateSkillResponse parses an HTTP response from a UpdateSkillWithResponse call
+func ParseUpdateSkillResponse(rsp *http.Response) (*UpdateSkillResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateSkillResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Skill
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateSkillResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateSkillResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseArchiveSkillResponse parses an HTTP response from a ArchiveSkillWithResponse call
+func ParseArchiveSkillResponse(rsp *http.Response) (*ArchiveSkillResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ArchiveSkillResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Skill
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ArchiveSkillResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers ArchiveSkillResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSkillRevisionsResponse parses an HTTP response from a ListSkillRevisionsWithResponse call
+func ParseListSkillRevisionsResponse(rsp *http.Response) (*ListSkillRevisionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSkillRevisionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SkillRevisionPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListSkillRevisionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePublishSkillRevisionResponse parses an HTTP response from a PublishSkillRevisionWithResponse call
+func ParsePublishSkillRevisionResponse(rsp *http.Response) (*PublishSkillRevisionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublishSkillRevisionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SkillRevision
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers PublishSkillRevisionResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 429:
+		var headers PublishSkillRevisionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSkillRevisionResponse parses an HTTP response from a GetSkillRevisionWithResponse call
+func ParseGetSkillRevisionResponse(rsp *http.Response) (*GetSkillRevisionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSkillRevisionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SkillRevision
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetSkillRevisionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUnarchiveSkillResponse parses an HTTP response from a UnarchiveSkillWithResponse call
+func ParseUnarchiveSkillResponse(rsp *http.Response) (*UnarchiveSkillResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnarchiveSkillResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Skill
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UnarchiveSkillResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers UnarchiveSkillResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

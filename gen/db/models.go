@@ -40,6 +40,23 @@ type AuditEvent struct {
 	CreatedAt      time.Time `json:"created_at"`
 }
 
+type Head struct {
+	ID                   string          `json:"id"`
+	WorkspaceID          string          `json:"workspace_id"`
+	Kind                 string          `json:"kind"`
+	Name                 string          `json:"name"`
+	Description          string          `json:"description"`
+	Labels               json.RawMessage `json:"labels"`
+	DefaultRevisionID    string          `json:"default_revision_id"`
+	LatestRevisionNumber int32           `json:"latest_revision_number"`
+	ArchivedAt           *time.Time      `json:"archived_at"`
+	Version              int32           `json:"version"`
+	CreatedByID          string          `json:"created_by_id"`
+	UpdatedByID          string          `json:"updated_by_id"`
+	CreatedAt            time.Time       `json:"created_at"`
+	UpdatedAt            time.Time       `json:"updated_at"`
+}
+
 type IdempotencyKey struct {
 	ID          string     `json:"id"`
 	WorkspaceID string     `json:"workspace_id"`
@@ -164,6 +181,16 @@ type Provider struct {
 	UpdatedByID      string          `json:"updated_by_id"`
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
+}
+
+type Revision struct {
+	ID          string          `json:"id"`
+	HeadID      string          `json:"head_id"`
+	Number      int32           `json:"number"`
+	Config      json.RawMessage `json:"config"`
+	ContentHash string          `json:"content_hash"`
+	CreatedByID string          `json:"created_by_id"`
+	CreatedAt   time.Time       `json:"created_at"`
 }
 
 type SweepClaim struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/refs"
 )
 
 // Deps are what the domain handlers are built from.
@@ -23,4 +24,8 @@ type Deps struct {
 	// Types is the registry of installed provider types, compiled once per
 	// process (its JSON Schemas) and shared by every handler that needs it.
 	Types *types.Registry
+	// References checks what agent and skill configurations name in other
+	// domains (environment templates, memories, connections, assets); nil is
+	// refs.None, which refuses every such reference as not found.
+	References refs.External
 }

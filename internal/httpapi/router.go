@@ -87,6 +87,12 @@ func New(opts Options) (*echo.Echo, error) {
 	if srv.ModelHandlers, err = NewModelHandlers(opts.Deps); err != nil {
 		return nil, err
 	}
+	if srv.AgentHandlers, err = NewAgentHandlers(opts.Deps); err != nil {
+		return nil, err
+	}
+	if srv.SkillHandlers, err = NewSkillHandlers(opts.Deps); err != nil {
+		return nil, err
+	}
 	handlers := api.NewStrictHandler(srv, nil)
 
 	c, err := loadContract()

@@ -17,6 +17,8 @@ type Server struct {
 	*ProviderTypeHandlers
 	*ProviderHandlers
 	*ModelHandlers
+	*AgentHandlers
+	*SkillHandlers
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
