@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,6 +36,9 @@ const (
 	processTimeout = 45 * time.Second
 	// readyTimeout bounds the wait for a process's "svc ready" record.
 	readyTimeout = 20 * time.Second
+	// stopTimeout bounds a process's clean stop after SIGTERM or SIGINT. It
+	// takes well under a second; the rest is slack for a loaded test machine.
+	stopTimeout = 15 * time.Second
 )
 
 // childEnv is the environment of a child: this process's environment without any
@@ -221,12 +223,19 @@ func (p *process) exited() bool {
 // listener's address from it.
 func (p *process) waitReady() string {
 	p.t.Helper()
+	rec := p.waitReadyRecord()
+	addr, _ := rec["listen"].(string)
+	require.NotEmpty(p.t, addr, "svc ready record without listen: %v", rec)
+	return addr
+}
+
+// waitReadyRecord waits for the "svc ready" record on stderr and returns it.
+func (p *process) waitReadyRecord() map[string]any {
+	p.t.Helper()
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		if rec, ok := findRecord(p.stderr.String(), "svc ready"); ok {
-			addr, _ := rec["listen"].(string)
-			require.NotEmpty(p.t, addr, "svc ready record without listen: %v", rec)
-			return addr
+			return rec
 		}
 		if p.exited() {
 			p.t.Fatalf("svc %v exited with code %d before it was ready; stderr:\n%s", p.args, p.code, p.stderr.String())
@@ -346,17 +355,6 @@ func (p *process) waitReadyz(addr string) time.Duration {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// freeAddr returns a loopback address that was free a moment ago. Only for the
-// metrics listener, whose real address the process does not log.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }
 
 // newKeyRing writes a fresh key ring with `svc keyring generate` and returns its path.

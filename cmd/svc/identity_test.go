@@ -277,7 +277,7 @@ func TestUserDisableEnable(t *testing.T) {
 			}
 			// Other processes apply a disable within the key cache's 2 s; the
 			// rest is slack for a loaded test machine.
-			require.Less(t, time.Since(began), 2*time.Second+3*time.Second, "key still answered %d, want %d", code, want)
+			require.Less(t, time.Since(began), 2*time.Second+5*time.Second, "key still answered %d, want %d", code, want)
 			time.Sleep(50 * time.Millisecond)
 		}
 	}

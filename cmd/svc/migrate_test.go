@@ -172,7 +172,7 @@ func concurrentStart(t *testing.T, holdLock bool) {
 		p.signal(syscall.SIGTERM)
 	}
 	for _, p := range procs {
-		require.Equal(t, 0, p.wait(5*time.Second), "exit code after SIGTERM")
+		require.Equal(t, 0, p.wait(stopTimeout), "exit code after SIGTERM")
 	}
 }
 

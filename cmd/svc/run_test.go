@@ -119,13 +119,19 @@ func TestRunLifecycle(t *testing.T) {
 		t.Run(tc.role+"/"+tc.sigName, func(t *testing.T) {
 			t.Parallel()
 			vars := runVars(t, testdb.NewURL(t), keyRing)
-			metricsAddr := ""
 			if tc.metrics {
-				metricsAddr = freeAddr(t)
-				vars["SVC_METRICS__LISTEN"] = metricsAddr
+				// A port of the kernel's choice, read back from the ready record: a
+				// port found free beforehand could be taken before the child binds it.
+				vars["SVC_METRICS__LISTEN"] = "127.0.0.1:0"
 			}
 			p := startSvc(t, vars, "run", "--role", tc.role)
-			addr := p.waitReady()
+			ready := p.waitReadyRecord()
+			addr, _ := ready["listen"].(string)
+			require.NotEmpty(t, addr, "svc ready record without listen: %v", ready)
+			metricsAddr, _ := ready["metrics_listen"].(string)
+			if tc.metrics {
+				require.NotEmpty(t, metricsAddr, "svc ready record without metrics_listen: %v", ready)
+			}
 			took := p.waitReadyz(addr)
 			t.Logf("role %s: /readyz 200 after %s (from process start)", tc.role, took.Round(time.Millisecond))
 			require.Less(t, took, 10*time.Second, "ready on a migrated database (expected well under 1s)")
@@ -167,7 +173,7 @@ func TestRunLifecycle(t *testing.T) {
 				require.Regexp(t, `(?m)^svc_db_pool_max_conns \d+$`, body)
 			}
 
-			require.Equal(t, 0, p.stop(tc.sig, 5*time.Second), "exit code after %s", tc.sigName)
+			require.Equal(t, 0, p.stop(tc.sig, stopTimeout), "exit code after %s", tc.sigName)
 			rec, ok := findRecord(p.stderr.String(), "svc stopping")
 			require.True(t, ok, "a svc stopping record; stderr:\n%s", p.stderr.String())
 			require.Equal(t, tc.role, rec["role"])
@@ -202,7 +208,7 @@ func TestRequestLogHygiene(t *testing.T) {
 	require.NoError(t, json.Unmarshal(nope.body, &body), "%s", nope.body)
 	require.Equal(t, nope.header.Get("X-Request-Id"), body.Error.RequestID)
 
-	require.Equal(t, 0, p.stop(syscall.SIGTERM, 5*time.Second))
+	require.Equal(t, 0, p.stop(syscall.SIGTERM, stopTimeout))
 	stderr := p.stderr.String()
 	require.NotContains(t, stderr, secret, "query strings are never logged")
 	require.NotContains(t, stderr, "/nope", "unmatched paths are never logged")

@@ -34,7 +34,17 @@ type Options struct {
 	Configure func(*config.Config)
 	// BeforeStart runs after the process is built and before it starts, e.g. to add tasks.
 	BeforeStart func(*app.App)
+	// PauseSweeps keeps the process's background sweeps from running. A sweep's
+	// first pass comes at a random moment of its interval (a minute for
+	// expire_credentials), so without this a test that looks at an expired,
+	// revoked or used row can see it deleted between two requests. Before the
+	// process starts, another replica takes every sweep's claim for a day; its
+	// Sweeps.RunOnce then skips too. It needs a migrated database.
+	PauseSweeps bool
 }
+
+// pausedSweepOwner holds the claims of a process started with PauseSweeps.
+const pausedSweepOwner = "apitest-paused-sweeps"
 
 // Harness is a started svc process and clients that check the contract.
 type Harness struct {
@@ -102,6 +112,17 @@ func Start(t testing.TB, opts Options) *Harness {
 	a, err := app.New(ctx, cfg, role, log)
 	if err != nil {
 		t.Fatalf("build process: %v", err)
+	}
+	if opts.PauseSweeps {
+		for _, name := range a.Sweeps.Sweeps() {
+			if _, err := a.Pool.Exec(ctx, `INSERT INTO sweep_claim (name, owner, claimed_at, expires_at)
+				VALUES ($1, $2, now(), now() + interval '1 day')
+				ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at`,
+				name, pausedSweepOwner); err != nil {
+				_ = a.Shutdown()
+				t.Fatalf("pause sweep %s: %v", name, err)
+			}
+		}
 	}
 	if opts.BeforeStart != nil {
 		opts.BeforeStart(a)

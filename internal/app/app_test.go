@@ -216,7 +216,9 @@ func TestReadyzDatabaseOutage(t *testing.T) {
 	resp := h.Get(t, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Equal(t, map[string]any{"status": "unavailable", "dependency": "database"}, readJSON(t, resp))
-	require.Less(t, time.Since(start), 2*time.Second, "the probe answers within the readiness time-out, not the connect time-out")
+	// The readiness time-out is 300 ms, the connect time-out 10 s; the rest is
+	// slack for a loaded test machine.
+	require.Less(t, time.Since(start), 5*time.Second, "the probe answers within the readiness time-out, not the connect time-out")
 
 	proxy.Restore()
 	eventually(t, 10*time.Second, "/readyz recovers after the database returns", func() bool {
@@ -241,12 +243,13 @@ func TestRedisOutageDegradesAndRecovers(t *testing.T) {
 	require.Empty(t, degraded())
 
 	proxy.Cut()
-	eventually(t, 6*time.Second, "readyz lists redis as degraded", func() bool {
+	// Redis is pinged every 2 s; the rest of the wait is slack for a loaded test machine.
+	eventually(t, 15*time.Second, "readyz lists redis as degraded", func() bool {
 		d := degraded()
 		return len(d) == 1 && d[0] == client.ReadinessDegradedRedis
 	})
 	proxy.Restore()
-	eventually(t, 6*time.Second, "readyz recovers when redis returns", func() bool { return len(degraded()) == 0 })
+	eventually(t, 15*time.Second, "readyz recovers when redis returns", func() bool { return len(degraded()) == 0 })
 }
 
 func TestStartsWithRedisDown(t *testing.T) {

@@ -43,11 +43,13 @@ type testBundle struct {
 }
 
 // setup starts a process with its own Redis key prefix (rate limit buckets of
-// parallel tests must not meet) and bootstraps it.
+// parallel tests must not meet) and bootstraps it. Its sweeps are paused: the
+// tests look at revoked sessions and at used, revoked and expired links and
+// invitations, which expire_credentials would delete at a random moment.
 func setup(t *testing.T, configure ...func(*config.Config)) *testBundle {
 	t.Helper()
 	prefix := "svc-test-" + strings.ToLower(ulid.Make().String()) + ":"
-	h := apitest.Start(t, apitest.Options{Configure: func(c *config.Config) {
+	h := apitest.Start(t, apitest.Options{PauseSweeps: true, Configure: func(c *config.Config) {
 		c.Redis.KeyPrefix = prefix
 		for _, f := range configure {
 			f(c)

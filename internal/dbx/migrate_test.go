@@ -160,8 +160,10 @@ func TestMigrate(t *testing.T) {
 		_, err = holder.Exec(t.Context(), "SELECT pg_advisory_lock($1)", migrationLockID)
 		require.NoError(t, err)
 
-		// One connection, so the checks below see the connection Migrate used.
+		// One connection, so the checks below see the connection Migrate used;
+		// connected beforehand, so the time below is Migrate's own.
 		pool := openPool(t, bundle.url, dbx.PoolOptions{MaxConns: 1})
+		require.NoError(t, dbx.Ping(t.Context(), pool, 10*time.Second))
 		began := time.Now()
 		res, err := dbx.Migrate(t.Context(), pool, 300*time.Millisecond, discardLog())
 		elapsed := time.Since(began)

@@ -44,9 +44,11 @@ func (b *testBundle) keepToken(t *testing.T, invitationURL string) string {
 	return tok
 }
 
+// setup starts a process whose sweeps are paused: expire_credentials would
+// delete the expired and revoked invitations the tests look at, at a random moment.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	h := apitest.Start(t, apitest.Options{Configure: func(c *config.Config) {
+	h := apitest.Start(t, apitest.Options{PauseSweeps: true, Configure: func(c *config.Config) {
 		c.Server.PublicURL = publicURL
 		c.Auth.InvitationTTLSeconds = ttlSeconds
 	}})

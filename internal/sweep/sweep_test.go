@@ -587,7 +587,7 @@ func TestTasks(t *testing.T) {
 		select {
 		case err := <-done:
 			require.NoError(t, err)
-		case <-time.After(2 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatal("the sweep task did not return after its context was cancelled")
 		}
 		require.Equal(t, int64(0), r.passes.Load())
@@ -617,7 +617,7 @@ func TestTasks(t *testing.T) {
 		select {
 		case err := <-done:
 			require.NoError(t, err)
-		case <-time.After(2 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatal("the sweep task did not return after its context was cancelled")
 		}
 	})

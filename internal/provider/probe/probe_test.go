@@ -177,7 +177,11 @@ func TestProbeFailures(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			res := probe.New(openPolicy(t, srv.URL), 300*time.Millisecond).Probe(t.Context(), probe.Target{
+			timeout := 5 * time.Second
+			if tc.name == "slow" {
+				timeout = 300 * time.Millisecond
+			}
+			res := probe.New(openPolicy(t, srv.URL), timeout).Probe(t.Context(), probe.Target{
 				Type: tc.typ, Config: map[string]any{"base_url": srv.URL + "/v1"}, Credential: tc.cred,
 			})
 			require.Equal(t, probe.Failed, res.Outcome)
