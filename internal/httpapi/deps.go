@@ -23,4 +23,7 @@ type Deps struct {
 	// Types is the registry of installed provider types, compiled once per
 	// process (its JSON Schemas) and shared by every handler that needs it.
 	Types *types.Registry
+	// ReplicaID names this process as the owner of the connection
+	// authorizations it starts (the app's replica id).
+	ReplicaID string
 }

@@ -87,6 +87,9 @@ func New(opts Options) (*echo.Echo, error) {
 	if srv.ModelHandlers, err = NewModelHandlers(opts.Deps); err != nil {
 		return nil, err
 	}
+	if srv.ConnectionHandlers, err = NewConnectionHandlers(opts.Deps); err != nil {
+		return nil, err
+	}
 	handlers := api.NewStrictHandler(srv, nil)
 
 	c, err := loadContract()
