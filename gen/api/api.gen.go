@@ -4074,6 +4074,20 @@ func (response GetConnectionOperation200JSONResponse) VisitGetConnectionOperatio
 	return err
 }
 
+type GetConnectionOperation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetConnectionOperation400JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetConnectionOperation401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetConnectionOperation401JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
@@ -4526,6 +4540,20 @@ func (response GetConnection200JSONResponse) VisitGetConnectionResponse(w http.R
 	return err
 }
 
+type GetConnection400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetConnection400JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetConnection401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetConnection401JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
@@ -4887,6 +4915,20 @@ func (response AuthorizeConnection201JSONResponse) VisitAuthorizeConnectionRespo
 	return err
 }
 
+type AuthorizeConnection400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AuthorizeConnection400JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AuthorizeConnection401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response AuthorizeConnection401JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
@@ -5031,6 +5073,20 @@ func (response RevokeConnection200JSONResponse) VisitRevokeConnectionResponse(w 
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokeConnection400JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }

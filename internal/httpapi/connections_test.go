@@ -277,6 +277,10 @@ func TestConnectionsCrossWorkspace(t *testing.T) {
 	require.Equal(t, c, got)
 	require.Empty(t, b.composio.Accounts(), "no vendor call was made for another workspace")
 
+	// An id longer than any id is refused as such, by the contract.
+	status, out, _ := b.do(t, http.MethodGet, "/api/v1/connections/con_"+strings.Repeat("x", 70), nil)
+	require.Equal(t, http.StatusBadRequest, status, out)
+
 	// An authorization operation, likewise.
 	op := b.authorize(t, c["id"].(string))
 	var answers []map[string]any
