@@ -35,6 +35,30 @@ func (e AgentWebToolsOperations) Valid() bool {
 	}
 }
 
+// Defines values for ConnectionOperationStatus.
+const (
+	ConnectionOperationStatusExpired   ConnectionOperationStatus = "expired"
+	ConnectionOperationStatusFailed    ConnectionOperationStatus = "failed"
+	ConnectionOperationStatusPending   ConnectionOperationStatus = "pending"
+	ConnectionOperationStatusSucceeded ConnectionOperationStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ConnectionOperationStatus enum.
+func (e ConnectionOperationStatus) Valid() bool {
+	switch e {
+	case ConnectionOperationStatusExpired:
+		return true
+	case ConnectionOperationStatusFailed:
+		return true
+	case ConnectionOperationStatusPending:
+		return true
+	case ConnectionOperationStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreatedInvitationDelivery.
 const (
 	CreatedInvitationDeliveryQueued CreatedInvitationDelivery = "queued"
@@ -614,6 +638,11 @@ type AgentWebTools struct {
 // AgentWebToolsOperations defines model for AgentWebTools.Operations.
 type AgentWebToolsOperations string
 
+// AppSlug The vendor's slug of the app the account is at (Composio's toolkit slug). Never changes.
+//
+// Example: github
+type AppSlug = string
+
 // AuditEvent defines model for AuditEvent.
 type AuditEvent struct {
 	// Action Example: workspace.updated
@@ -635,6 +664,97 @@ type AuditEvent struct {
 // AuditEventPage defines model for AuditEventPage.
 type AuditEventPage struct {
 	Items      []AuditEvent              `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// Connection defines model for Connection.
+type Connection struct {
+	// Account The vendor's user the account is connected under (Composio's `user_id`);
+	// null until given or set by a succeeded authorization.
+	Account nullable.Nullable[string] `json:"account"`
+
+	// App The vendor's slug of the app the account is at (Composio's toolkit slug). Never changes.
+	//
+	// Example: github
+	App AppSlug `json:"app"`
+
+	// Config Validated by the connection schema of the provider's type. Composio:
+	// `auth_config_id` (required; the auth config, `ac_…`, the account is connected
+	// with, which fixes the app and its auth scheme) and `callback_url` (optional
+	// absolute https or http URL where Composio sends the user after consent; svc
+	// never calls it).
+	//
+	//
+	// Example: {"auth_config_id":"ac_1a2b3c4d5e6f","callback_url":"https://app.example.com/connected"}
+	Config      ConnectionConfig `json:"config"`
+	CreatedAt   time.Time        `json:"created_at"`
+	CreatedById string           `json:"created_by_id"`
+
+	// CredentialConfigured Whether a credential is stored; the credential itself is never shown.
+	CredentialConfigured bool `json:"credential_configured"`
+	Enabled              bool `json:"enabled"`
+
+	// Id Example: con_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// ProviderId The connector provider the connection is made through.
+	//
+	// Example: prv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	ProviderId  string    `json:"provider_id"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedById string    `json:"updated_by_id"`
+	Version     int       `json:"version"`
+}
+
+// ConnectionConfig Validated by the connection schema of the provider's type. Composio:
+// `auth_config_id` (required; the auth config, `ac_…`, the account is connected
+// with, which fixes the app and its auth scheme) and `callback_url` (optional
+// absolute https or http URL where Composio sends the user after consent; svc
+// never calls it).
+//
+// Example: {"auth_config_id":"ac_1a2b3c4d5e6f","callback_url":"https://app.example.com/connected"}
+type ConnectionConfig map[string]interface{}
+
+// ConnectionCredential Write-only; validated by the connection schema of the provider's type. Never
+// returned. Composio: `connected_account_id` (the connected account, `ca_…`, the
+// connection acts as), which an authorization stores by itself.
+type ConnectionCredential map[string]interface{}
+
+// ConnectionOperation defines model for ConnectionOperation.
+type ConnectionOperation struct {
+	ConnectionId string    `json:"connection_id"`
+	CreatedAt    time.Time `json:"created_at"`
+	CreatedById  string    `json:"created_by_id"`
+
+	// Deadline When a `pending` operation expires.
+	Deadline time.Time `json:"deadline"`
+
+	// Error Why it `failed` or `expired`; null otherwise. Never carries the vendor's answer.
+	Error nullable.Nullable[string] `json:"error"`
+
+	// Id Example: cop_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// Owner The svc process (replica id) that drives the operation; another takes over when it disappears.
+	Owner string `json:"owner"`
+
+	// RedirectUrl While `pending`, the vendor's https page where the user consents; null before the vendor gave it and once settled.
+	RedirectUrl nullable.Nullable[string]    `json:"redirect_url"`
+	SettledAt   nullable.Nullable[time.Time] `json:"settled_at"`
+
+	// Status `pending` until the vendor reports the account connected (`succeeded`) or refused (`failed`), or the deadline passes (`expired`).
+	Status    ConnectionOperationStatus `json:"status"`
+	UpdatedAt time.Time                 `json:"updated_at"`
+	Version   int                       `json:"version"`
+}
+
+// ConnectionOperationStatus `pending` until the vendor reports the account connected (`succeeded`) or refused (`failed`), or the deadline passes (`expired`).
+type ConnectionOperationStatus string
+
+// ConnectionPage defines model for ConnectionPage.
+type ConnectionPage struct {
+	Items      []Connection              `json:"items"`
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
@@ -679,6 +799,39 @@ type CreateAgentRequest struct {
 
 	// Name 1 to 200 characters, no control characters.
 	Name Name `json:"name"`
+}
+
+// CreateConnectionRequest defines model for CreateConnectionRequest.
+type CreateConnectionRequest struct {
+	// Account The vendor's user to connect the account under; the connection's id when left out.
+	Account *string `json:"account,omitempty"`
+
+	// App The vendor's slug of the app the account is at (Composio's toolkit slug). Never changes.
+	//
+	// Example: github
+	App AppSlug `json:"app"`
+
+	// Config Validated by the connection schema of the provider's type. Composio:
+	// `auth_config_id` (required; the auth config, `ac_…`, the account is connected
+	// with, which fixes the app and its auth scheme) and `callback_url` (optional
+	// absolute https or http URL where Composio sends the user after consent; svc
+	// never calls it).
+	//
+	//
+	// Example: {"auth_config_id":"ac_1a2b3c4d5e6f","callback_url":"https://app.example.com/connected"}
+	Config *ConnectionConfig `json:"config,omitempty"`
+
+	// Credential Write-only; validated by the connection schema of the provider's type. Never
+	// returned. Composio: `connected_account_id` (the connected account, `ca_…`, the
+	// connection acts as), which an authorization stores by itself.
+	Credential *ConnectionCredential `json:"credential,omitempty"`
+	Enabled    *bool                 `json:"enabled,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name Name `json:"name"`
+
+	// ProviderId A connector provider of the workspace.
+	ProviderId string `json:"provider_id"`
 }
 
 // CreateInvitationRequest defines model for CreateInvitationRequest.
@@ -1296,6 +1449,26 @@ type UpdateAgentRequest struct {
 	Name *Name `json:"name,omitempty"`
 }
 
+// UpdateConnectionRequest defines model for UpdateConnectionRequest.
+type UpdateConnectionRequest struct {
+	// Config Validated by the connection schema of the provider's type. Composio:
+	// `auth_config_id` (required; the auth config, `ac_…`, the account is connected
+	// with, which fixes the app and its auth scheme) and `callback_url` (optional
+	// absolute https or http URL where Composio sends the user after consent; svc
+	// never calls it).
+	//
+	//
+	// Example: {"auth_config_id":"ac_1a2b3c4d5e6f","callback_url":"https://app.example.com/connected"}
+	Config *ConnectionConfig `json:"config,omitempty"`
+
+	// Credential A value replaces the stored credential, `null` removes it, leaving it out keeps it.
+	Credential nullable.Nullable[map[string]interface{}] `json:"credential,omitempty"`
+	Enabled    *bool                                     `json:"enabled,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name *Name `json:"name,omitempty"`
+}
+
 // UpdateMemberRequest defines model for UpdateMemberRequest.
 type UpdateMemberRequest struct {
 	Role WorkspaceRole `json:"role"`
@@ -1397,6 +1570,12 @@ type AgentId = string
 
 // ArchivedFilter defines model for ArchivedFilter.
 type ArchivedFilter = bool
+
+// ConnectionId defines model for ConnectionId.
+type ConnectionId = string
+
+// ConnectionOperationId defines model for ConnectionOperationId.
+type ConnectionOperationId = string
 
 // Cursor defines model for Cursor.
 type Cursor = string
@@ -1598,6 +1777,59 @@ type ListAuditEventsParams struct {
 
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListConnectionsParams defines parameters for ListConnections.
+type ListConnectionsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateConnectionParams defines parameters for CreateConnection.
+type CreateConnectionParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateConnectionParams defines parameters for UpdateConnection.
+type UpdateConnectionParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// AuthorizeConnectionParams defines parameters for AuthorizeConnection.
+type AuthorizeConnectionParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RevokeConnectionParams defines parameters for RevokeConnection.
+type RevokeConnectionParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // ListConnectorProvidersParams defines parameters for ListConnectorProviders.
@@ -1984,6 +2216,12 @@ type PublishAgentRevisionJSONRequestBody = PublishAgentRevisionRequest
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
 type CreateAPIKeyJSONRequestBody = CreateAPIKeyRequest
 
+// CreateConnectionJSONRequestBody defines body for CreateConnection for application/json ContentType.
+type CreateConnectionJSONRequestBody = CreateConnectionRequest
+
+// UpdateConnectionJSONRequestBody defines body for UpdateConnection for application/json ContentType.
+type UpdateConnectionJSONRequestBody = UpdateConnectionRequest
+
 // CreateConnectorProviderJSONRequestBody defines body for CreateConnectorProvider for application/json ContentType.
 type CreateConnectorProviderJSONRequestBody = CreateProviderRequest
 
@@ -2088,6 +2326,27 @@ type ServerInterface interface {
 	// ListAuditEvents List the key's workspace's audit trail
 	// (GET /api/v1/audit-events)
 	ListAuditEvents(ctx echo.Context, params ListAuditEventsParams) error
+	// GetConnectionOperation Read a connection authorization operation
+	// (GET /api/v1/connection-operations/{operation_id})
+	GetConnectionOperation(ctx echo.Context, operationId ConnectionOperationId) error
+	// ListConnections List the connections of the key's workspace
+	// (GET /api/v1/connections)
+	ListConnections(ctx echo.Context, params ListConnectionsParams) error
+	// CreateConnection Create a connection
+	// (POST /api/v1/connections)
+	CreateConnection(ctx echo.Context, params CreateConnectionParams) error
+	// GetConnection Read a connection
+	// (GET /api/v1/connections/{connection_id})
+	GetConnection(ctx echo.Context, connectionId ConnectionId) error
+	// UpdateConnection Change a connection
+	// (PATCH /api/v1/connections/{connection_id})
+	UpdateConnection(ctx echo.Context, connectionId ConnectionId, params UpdateConnectionParams) error
+	// AuthorizeConnection Start an authorization of a connection
+	// (POST /api/v1/connections/{connection_id}/authorizations)
+	AuthorizeConnection(ctx echo.Context, connectionId ConnectionId, params AuthorizeConnectionParams) error
+	// RevokeConnection Revoke a connection's credential
+	// (POST /api/v1/connections/{connection_id}/revoke)
+	RevokeConnection(ctx echo.Context, connectionId ConnectionId, params RevokeConnectionParams) error
 	// ListConnectorProviders List the connector providers of the key's workspace
 	// (GET /api/v1/connector-providers)
 	ListConnectorProviders(ctx echo.Context, params ListConnectorProvidersParams) error
@@ -2666,6 +2925,200 @@ func (w *ServerInterfaceWrapper) ListAuditEvents(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListAuditEvents(ctx, params)
+	return err
+}
+
+// GetConnectionOperation converts echo context to params.
+func (w *ServerInterfaceWrapper) GetConnectionOperation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "operation_id" -------------
+	var operationId ConnectionOperationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "operation_id", ctx.Param("operation_id"), &operationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter operation_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetConnectionOperation(ctx, operationId)
+	return err
+}
+
+// ListConnections converts echo context to params.
+func (w *ServerInterfaceWrapper) ListConnections(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListConnectionsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListConnections(ctx, params)
+	return err
+}
+
+// CreateConnection converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateConnection(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateConnectionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateConnection(ctx, params)
+	return err
+}
+
+// GetConnection converts echo context to params.
+func (w *ServerInterfaceWrapper) GetConnection(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "connection_id" -------------
+	var connectionId ConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "connection_id", ctx.Param("connection_id"), &connectionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter connection_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetConnection(ctx, connectionId)
+	return err
+}
+
+// UpdateConnection converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateConnection(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "connection_id" -------------
+	var connectionId ConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "connection_id", ctx.Param("connection_id"), &connectionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter connection_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateConnectionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateConnection(ctx, connectionId, params)
+	return err
+}
+
+// AuthorizeConnection converts echo context to params.
+func (w *ServerInterfaceWrapper) AuthorizeConnection(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "connection_id" -------------
+	var connectionId ConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "connection_id", ctx.Param("connection_id"), &connectionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter connection_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AuthorizeConnectionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AuthorizeConnection(ctx, connectionId, params)
+	return err
+}
+
+// RevokeConnection converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeConnection(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "connection_id" -------------
+	var connectionId ConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "connection_id", ctx.Param("connection_id"), &connectionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter connection_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RevokeConnectionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeConnection(ctx, connectionId, params)
 	return err
 }
 
@@ -4235,6 +4688,13 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/skills/:skill_id/revisions", wrapper.ListSkillRevisions, options.OperationMiddlewares["listSkillRevisions"]...)
 	router.POST(options.BaseURL+"/api/v1/skills/:skill_id/revisions", wrapper.PublishSkillRevision, options.OperationMiddlewares["publishSkillRevision"]...)
 	router.GET(options.BaseURL+"/api/v1/skills/:skill_id/revisions/:revision_id", wrapper.GetSkillRevision, options.OperationMiddlewares["getSkillRevision"]...)
+	router.GET(options.BaseURL+"/api/v1/connections", wrapper.ListConnections, options.OperationMiddlewares["listConnections"]...)
+	router.POST(options.BaseURL+"/api/v1/connections", wrapper.CreateConnection, options.OperationMiddlewares["createConnection"]...)
+	router.GET(options.BaseURL+"/api/v1/connections/:connection_id", wrapper.GetConnection, options.OperationMiddlewares["getConnection"]...)
+	router.PATCH(options.BaseURL+"/api/v1/connections/:connection_id", wrapper.UpdateConnection, options.OperationMiddlewares["updateConnection"]...)
+	router.POST(options.BaseURL+"/api/v1/connections/:connection_id/revoke", wrapper.RevokeConnection, options.OperationMiddlewares["revokeConnection"]...)
+	router.POST(options.BaseURL+"/api/v1/connections/:connection_id/authorizations", wrapper.AuthorizeConnection, options.OperationMiddlewares["authorizeConnection"]...)
+	router.GET(options.BaseURL+"/api/v1/connection-operations/:operation_id", wrapper.GetConnectionOperation, options.OperationMiddlewares["getConnectionOperation"]...)
 
 }
 
@@ -6312,6 +6772,1186 @@ func (response ListAuditEvents500JSONResponse) VisitListAuditEventsResponse(w ht
 type ListAuditEvents503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response ListAuditEvents503JSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionOperationRequestObject struct {
+	OperationId ConnectionOperationId `json:"operation_id"`
+}
+
+type GetConnectionOperationResponseObject interface {
+	VisitGetConnectionOperationResponse(w http.ResponseWriter) error
+}
+
+type GetConnectionOperation200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetConnectionOperation200JSONResponse struct {
+	Body    ConnectionOperation
+	Headers GetConnectionOperation200ResponseHeaders
+}
+
+func (response GetConnectionOperation200JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionOperation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetConnectionOperation400JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionOperation401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetConnectionOperation401JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionOperation403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetConnectionOperation403JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionOperation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetConnectionOperation404JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionOperation406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetConnectionOperation406JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionOperation429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetConnectionOperation429JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionOperation500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetConnectionOperation500JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionOperation503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetConnectionOperation503JSONResponse) VisitGetConnectionOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConnectionsRequestObject struct {
+	Params ListConnectionsParams
+}
+
+type ListConnectionsResponseObject interface {
+	VisitListConnectionsResponse(w http.ResponseWriter) error
+}
+
+type ListConnections200JSONResponse ConnectionPage
+
+func (response ListConnections200JSONResponse) VisitListConnectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConnections400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListConnections400JSONResponse) VisitListConnectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConnections401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListConnections401JSONResponse) VisitListConnectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConnections403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListConnections403JSONResponse) VisitListConnectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConnections406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListConnections406JSONResponse) VisitListConnectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConnections429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListConnections429JSONResponse) VisitListConnectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConnections500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListConnections500JSONResponse) VisitListConnectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConnections503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListConnections503JSONResponse) VisitListConnectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnectionRequestObject struct {
+	Params CreateConnectionParams
+	Body   *CreateConnectionJSONRequestBody
+}
+
+type CreateConnectionResponseObject interface {
+	VisitCreateConnectionResponse(w http.ResponseWriter) error
+}
+
+type CreateConnection201ResponseHeaders struct {
+	ETag     *string
+	Location *string
+}
+
+type CreateConnection201JSONResponse struct {
+	Body    Connection
+	Headers CreateConnection201ResponseHeaders
+}
+
+func (response CreateConnection201JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateConnection400JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateConnection401JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response CreateConnection403JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateConnection404JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response CreateConnection406JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateConnection409JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateConnection413JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateConnection415JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response CreateConnection429JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateConnection500JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateConnection503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateConnection503JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnectionRequestObject struct {
+	ConnectionId ConnectionId `json:"connection_id"`
+}
+
+type GetConnectionResponseObject interface {
+	VisitGetConnectionResponse(w http.ResponseWriter) error
+}
+
+type GetConnection200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetConnection200JSONResponse struct {
+	Body    Connection
+	Headers GetConnection200ResponseHeaders
+}
+
+func (response GetConnection200JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnection400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetConnection400JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnection401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetConnection401JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnection403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetConnection403JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnection404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetConnection404JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnection406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetConnection406JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnection429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetConnection429JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnection500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetConnection500JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConnection503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetConnection503JSONResponse) VisitGetConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnectionRequestObject struct {
+	ConnectionId ConnectionId `json:"connection_id"`
+	Params       UpdateConnectionParams
+	Body         *UpdateConnectionJSONRequestBody
+}
+
+type UpdateConnectionResponseObject interface {
+	VisitUpdateConnectionResponse(w http.ResponseWriter) error
+}
+
+type UpdateConnection200ResponseHeaders struct {
+	ETag *string
+}
+
+type UpdateConnection200JSONResponse struct {
+	Body    Connection
+	Headers UpdateConnection200ResponseHeaders
+}
+
+func (response UpdateConnection200JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateConnection400JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateConnection401JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response UpdateConnection403JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateConnection404JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response UpdateConnection406JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateConnection409JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response UpdateConnection412JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateConnection413JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateConnection415JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response UpdateConnection428JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UpdateConnection429JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateConnection500JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UpdateConnection503JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnectionRequestObject struct {
+	ConnectionId ConnectionId `json:"connection_id"`
+	Params       AuthorizeConnectionParams
+}
+
+type AuthorizeConnectionResponseObject interface {
+	VisitAuthorizeConnectionResponse(w http.ResponseWriter) error
+}
+
+type AuthorizeConnection201ResponseHeaders struct {
+	ETag     *string
+	Location *string
+}
+
+type AuthorizeConnection201JSONResponse struct {
+	Body    ConnectionOperation
+	Headers AuthorizeConnection201ResponseHeaders
+}
+
+func (response AuthorizeConnection201JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnection400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AuthorizeConnection400JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnection401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response AuthorizeConnection401JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnection403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response AuthorizeConnection403JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnection404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AuthorizeConnection404JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnection406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response AuthorizeConnection406JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnection409JSONResponse struct{ ConflictJSONResponse }
+
+func (response AuthorizeConnection409JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnection429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response AuthorizeConnection429JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnection500JSONResponse struct{ InternalJSONResponse }
+
+func (response AuthorizeConnection500JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AuthorizeConnection503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response AuthorizeConnection503JSONResponse) VisitAuthorizeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnectionRequestObject struct {
+	ConnectionId ConnectionId `json:"connection_id"`
+	Params       RevokeConnectionParams
+}
+
+type RevokeConnectionResponseObject interface {
+	VisitRevokeConnectionResponse(w http.ResponseWriter) error
+}
+
+type RevokeConnection200ResponseHeaders struct {
+	ETag *string
+}
+
+type RevokeConnection200JSONResponse struct {
+	Body    Connection
+	Headers RevokeConnection200ResponseHeaders
+}
+
+func (response RevokeConnection200JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokeConnection400JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response RevokeConnection401JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response RevokeConnection403JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokeConnection404JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response RevokeConnection406JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response RevokeConnection412JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response RevokeConnection428JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response RevokeConnection429JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection500JSONResponse struct{ InternalJSONResponse }
+
+func (response RevokeConnection500JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeConnection503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response RevokeConnection503JSONResponse) VisitRevokeConnectionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -15035,6 +16675,27 @@ type StrictServerInterface interface {
 	// ListAuditEvents List the key's workspace's audit trail
 	// (GET /api/v1/audit-events)
 	ListAuditEvents(ctx context.Context, request ListAuditEventsRequestObject) (ListAuditEventsResponseObject, error)
+	// GetConnectionOperation Read a connection authorization operation
+	// (GET /api/v1/connection-operations/{operation_id})
+	GetConnectionOperation(ctx context.Context, request GetConnectionOperationRequestObject) (GetConnectionOperationResponseObject, error)
+	// ListConnections List the connections of the key's workspace
+	// (GET /api/v1/connections)
+	ListConnections(ctx context.Context, request ListConnectionsRequestObject) (ListConnectionsResponseObject, error)
+	// CreateConnection Create a connection
+	// (POST /api/v1/connections)
+	CreateConnection(ctx context.Context, request CreateConnectionRequestObject) (CreateConnectionResponseObject, error)
+	// GetConnection Read a connection
+	// (GET /api/v1/connections/{connection_id})
+	GetConnection(ctx context.Context, request GetConnectionRequestObject) (GetConnectionResponseObject, error)
+	// UpdateConnection Change a connection
+	// (PATCH /api/v1/connections/{connection_id})
+	UpdateConnection(ctx context.Context, request UpdateConnectionRequestObject) (UpdateConnectionResponseObject, error)
+	// AuthorizeConnection Start an authorization of a connection
+	// (POST /api/v1/connections/{connection_id}/authorizations)
+	AuthorizeConnection(ctx context.Context, request AuthorizeConnectionRequestObject) (AuthorizeConnectionResponseObject, error)
+	// RevokeConnection Revoke a connection's credential
+	// (POST /api/v1/connections/{connection_id}/revoke)
+	RevokeConnection(ctx context.Context, request RevokeConnectionRequestObject) (RevokeConnectionResponseObject, error)
 	// ListConnectorProviders List the connector providers of the key's workspace
 	// (GET /api/v1/connector-providers)
 	ListConnectorProviders(ctx context.Context, request ListConnectorProvidersRequestObject) (ListConnectorProvidersResponseObject, error)
@@ -15635,6 +17296,230 @@ func (sh *strictHandler) ListAuditEvents(ctx echo.Context, params ListAuditEvent
 		return err
 	} else if validResponse, ok := response.(ListAuditEventsResponseObject); ok {
 		return validResponse.VisitListAuditEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetConnectionOperation operation middleware
+func (sh *strictHandler) GetConnectionOperation(ctx echo.Context, operationId ConnectionOperationId) error {
+	var request GetConnectionOperationRequestObject
+
+	request.OperationId = operationId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetConnectionOperation(ctx.Request().Context(), request.(GetConnectionOperationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetConnectionOperation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetConnectionOperationResponseObject); ok {
+		return validResponse.VisitGetConnectionOperationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListConnections operation middleware
+func (sh *strictHandler) ListConnections(ctx echo.Context, params ListConnectionsParams) error {
+	var request ListConnectionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListConnections(ctx.Request().Context(), request.(ListConnectionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListConnections")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListConnectionsResponseObject); ok {
+		return validResponse.VisitListConnectionsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateConnection operation middleware
+func (sh *strictHandler) CreateConnection(ctx echo.Context, params CreateConnectionParams) error {
+	var request CreateConnectionRequestObject
+
+	request.Params = params
+
+	var body CreateConnectionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateConnection(ctx.Request().Context(), request.(CreateConnectionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateConnection")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateConnectionResponseObject); ok {
+		return validResponse.VisitCreateConnectionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetConnection operation middleware
+func (sh *strictHandler) GetConnection(ctx echo.Context, connectionId ConnectionId) error {
+	var request GetConnectionRequestObject
+
+	request.ConnectionId = connectionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetConnection(ctx.Request().Context(), request.(GetConnectionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetConnection")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetConnectionResponseObject); ok {
+		return validResponse.VisitGetConnectionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateConnection operation middleware
+func (sh *strictHandler) UpdateConnection(ctx echo.Context, connectionId ConnectionId, params UpdateConnectionParams) error {
+	var request UpdateConnectionRequestObject
+
+	request.ConnectionId = connectionId
+	request.Params = params
+
+	var body UpdateConnectionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateConnection(ctx.Request().Context(), request.(UpdateConnectionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateConnection")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateConnectionResponseObject); ok {
+		return validResponse.VisitUpdateConnectionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AuthorizeConnection operation middleware
+func (sh *strictHandler) AuthorizeConnection(ctx echo.Context, connectionId ConnectionId, params AuthorizeConnectionParams) error {
+	var request AuthorizeConnectionRequestObject
+
+	request.ConnectionId = connectionId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AuthorizeConnection(ctx.Request().Context(), request.(AuthorizeConnectionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AuthorizeConnection")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AuthorizeConnectionResponseObject); ok {
+		return validResponse.VisitAuthorizeConnectionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeConnection operation middleware
+func (sh *strictHandler) RevokeConnection(ctx echo.Context, connectionId ConnectionId, params RevokeConnectionParams) error {
+	var request RevokeConnectionRequestObject
+
+	request.ConnectionId = connectionId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeConnection(ctx.Request().Context(), request.(RevokeConnectionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeConnection")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeConnectionResponseObject); ok {
+		return validResponse.VisitRevokeConnectionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

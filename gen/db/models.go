@@ -40,6 +40,41 @@ type AuditEvent struct {
 	CreatedAt      time.Time `json:"created_at"`
 }
 
+type Connection struct {
+	ID          string          `json:"id"`
+	WorkspaceID string          `json:"workspace_id"`
+	ProviderID  string          `json:"provider_id"`
+	App         string          `json:"app"`
+	Account     *string         `json:"account"`
+	Name        string          `json:"name"`
+	Config      json.RawMessage `json:"config"`
+	Credential  []byte          `json:"credential"`
+	Enabled     bool            `json:"enabled"`
+	Version     int32           `json:"version"`
+	CreatedByID string          `json:"created_by_id"`
+	UpdatedByID string          `json:"updated_by_id"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+type ConnectionOperation struct {
+	ID           string     `json:"id"`
+	WorkspaceID  string     `json:"workspace_id"`
+	ConnectionID string     `json:"connection_id"`
+	Status       string     `json:"status"`
+	RedirectUrl  *string    `json:"redirect_url"`
+	VendorState  []byte     `json:"vendor_state"`
+	Error        *string    `json:"error"`
+	Owner        string     `json:"owner"`
+	LeaseUntil   time.Time  `json:"lease_until"`
+	Deadline     time.Time  `json:"deadline"`
+	Version      int32      `json:"version"`
+	CreatedByID  string     `json:"created_by_id"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	SettledAt    *time.Time `json:"settled_at"`
+}
+
 type Head struct {
 	ID                   string          `json:"id"`
 	WorkspaceID          string          `json:"workspace_id"`

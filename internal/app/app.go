@@ -18,13 +18,16 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/buildinfo"
 	"github.com/svcdev/svc/internal/config"
+	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/credential"
 	"github.com/svcdev/svc/internal/dbx"
+	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/health"
 	"github.com/svcdev/svc/internal/httpapi"
 	"github.com/svcdev/svc/internal/idempotency"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/metrics"
+	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/supervisor"
 	"github.com/svcdev/svc/internal/sweep"
 	schema "github.com/svcdev/svc/sql"
@@ -44,6 +47,11 @@ type App struct {
 	Redis      *redis.Client
 	Keyring    *keyring.Ring
 	Auth       *auth.Authenticator
+	// Types is the registry of installed provider types, shared with the API.
+	Types *types.Registry
+	// Connections drives the connection authorizations this process owns
+	// and recovers those of processes that disappeared.
+	Connections *connection.Service
 	// ReplicaID names this process in claims and leases.
 	ReplicaID string
 
@@ -89,6 +97,10 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 	}
 	a.Metrics.RegisterPool(pool)
 	a.Auth = auth.NewAuthenticator(pool, log)
+	if err := a.buildConnections(); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	a.Supervisor = supervisor.New(log)
 	a.Health.Tasks = a.Supervisor
 	a.Sweeps = sweep.NewRunner(pool, a.ReplicaID, log, a.Metrics)
@@ -104,7 +116,8 @@ func (a *App) Start(ctx context.Context) error {
 	handler, err := httpapi.New(httpapi.Options{
 		Control: a.role.Control(), Health: a.Health, Log: a.log, Metrics: a.Metrics,
 		RequestBytes: a.cfg.Limits.RequestBytes,
-		Deps:         httpapi.Deps{Config: a.cfg, Log: a.log, Pool: a.Pool, Keyring: a.Keyring, Auth: a.Auth, Redis: a.Redis},
+		Deps: httpapi.Deps{Config: a.cfg, Log: a.log, Pool: a.Pool, Keyring: a.Keyring, Auth: a.Auth, Redis: a.Redis,
+			Types: a.Types, ReplicaID: a.ReplicaID},
 	})
 	if err != nil {
 		return err
@@ -154,6 +167,7 @@ func (a *App) Start(ctx context.Context) error {
 		for _, t := range a.Sweeps.Tasks() {
 			a.Supervisor.Add(t)
 		}
+		a.Supervisor.Add(supervisor.Task{Name: "drive connection authorizations", Run: a.Connections.RunDriver})
 	}
 	a.Supervisor.Start(context.WithoutCancel(ctx))
 	a.Health.MarkStarted()
@@ -259,6 +273,17 @@ func (a *App) registerSweeps() {
 		},
 	})
 	a.Sweeps.Register(sweep.Sweep{
+		Name:     "recover_connection_operations",
+		Interval: time.Duration(a.cfg.Providers.OperationScanSeconds) * time.Second,
+		Run: func(ctx context.Context) error {
+			res, err := a.Connections.Recover(ctx)
+			if res.Expired+res.Adopted > 0 {
+				a.log.Info("connection authorizations recovered", "expired", res.Expired, "adopted", res.Adopted)
+			}
+			return err
+		},
+	})
+	a.Sweeps.Register(sweep.Sweep{
 		Name:     "purge_idempotency_keys",
 		Interval: time.Duration(a.cfg.Control.ScanSeconds) * 12 * time.Second,
 		Run: func(ctx context.Context) error {
@@ -269,6 +294,26 @@ func (a *App) registerSweeps() {
 			return err
 		},
 	})
+}
+
+// buildConnections builds the installed provider types and the connection
+// service that drives this process's connection authorizations: its vendor
+// calls follow the endpoint policy, each bounded by
+// providers.probe_timeout_seconds.
+func (a *App) buildConnections() error {
+	reg, err := types.New(types.Options{LocalEnabled: a.cfg.Environments.LocalEnabled})
+	if err != nil {
+		return err
+	}
+	policy, err := endpoint.NewPolicy(a.cfg.EndpointPolicy)
+	if err != nil {
+		return err
+	}
+	timeout := time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second
+	a.Types = reg
+	a.Connections = connection.NewService(a.Pool, a.Keyring, reg, connection.NewVendors(policy, timeout),
+		connection.Options{Owner: a.ReplicaID, Timeout: timeout, Log: a.log})
+	return nil
 }
 
 func replicaID() string {

@@ -27,7 +27,7 @@ func setupAgents(t *testing.T) *agentsBundle {
 	return &agentsBundle{modelsBundle: b, web: web}
 }
 
-// etag is the ETag of a head view decoded as a map.
+// etag is the ETag of a view decoded as a map.
 func etag(v map[string]any) string {
 	return `"` + v["id"].(string) + ":" + strconv.Itoa(int(v["version"].(float64))) + `"`
 }

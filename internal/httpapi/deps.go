@@ -28,4 +28,7 @@ type Deps struct {
 	// domains (environment templates, memories, connections, assets); nil is
 	// refs.None, which refuses every such reference as not found.
 	References refs.External
+	// ReplicaID names this process as the owner of the connection
+	// authorizations it starts (the app's replica id).
+	ReplicaID string
 }

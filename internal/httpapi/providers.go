@@ -13,6 +13,7 @@ import (
 	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/secret"
 )
 
 // ProviderHandlers implements the five provider collections
@@ -117,15 +118,15 @@ func mapOrNil[M ~map[string]any](m *M) map[string]any {
 	return *m
 }
 
-// change maps a nullable PATCH member to the service's tri-state.
-func change[T any](n nullable.Nullable[T]) provider.Change[T] {
+// change maps a nullable PATCH member to the services' tri-state.
+func change[T any](n nullable.Nullable[T]) secret.Change[T] {
 	switch {
 	case !n.IsSpecified():
-		return provider.Change[T]{}
+		return secret.Change[T]{}
 	case n.IsNull():
-		return provider.Remove[T]()
+		return secret.Remove[T]()
 	}
-	return provider.Set(n.MustGet())
+	return secret.Set(n.MustGet())
 }
 
 func toAPIProvider(p provider.Provider) api.Provider {

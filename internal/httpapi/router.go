@@ -93,6 +93,9 @@ func New(opts Options) (*echo.Echo, error) {
 	if srv.SkillHandlers, err = NewSkillHandlers(opts.Deps); err != nil {
 		return nil, err
 	}
+	if srv.ConnectionHandlers, err = NewConnectionHandlers(opts.Deps); err != nil {
+		return nil, err
+	}
 	handlers := api.NewStrictHandler(srv, nil)
 
 	c, err := loadContract()

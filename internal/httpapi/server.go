@@ -19,6 +19,7 @@ type Server struct {
 	*ModelHandlers
 	*AgentHandlers
 	*SkillHandlers
+	*ConnectionHandlers
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)

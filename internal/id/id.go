@@ -23,6 +23,9 @@ const (
 	Delivery     = "dlv"
 	AuditEvent   = "aud"
 	Provider     = "prv"
+	Connection   = "con"
+	// ConnectionOperation is a connection authorization operation.
+	ConnectionOperation = "cop"
 )
 
 // New returns a new id of the given kind.

@@ -10,6 +10,7 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/secret"
 )
 
 // CreateInput is a new provider of the collection's kind.
@@ -24,19 +25,15 @@ type CreateInput struct {
 	ExtraHeaders map[string]string
 }
 
-// Change is a PATCH member that can be left out, set, or set to null:
-// Present false keeps the stored value, Present with a nil Value removes it,
-// Present with a Value replaces it.
-type Change[T any] struct {
-	Present bool
-	Value   *T
-}
+// Change is a PATCH member that can be left out, set, or set to null; it is
+// the shared tri-state of internal/secret.
+type Change[T any] = secret.Change[T]
 
 // Set returns a change that replaces the stored value with v.
-func Set[T any](v T) Change[T] { return Change[T]{Present: true, Value: &v} }
+func Set[T any](v T) Change[T] { return secret.Set(v) }
 
 // Remove returns a change that removes the stored value.
-func Remove[T any]() Change[T] { return Change[T]{Present: true} }
+func Remove[T any]() Change[T] { return secret.Remove[T]() }
 
 // UpdateInput is a PATCH of a provider: members left out keep their values.
 type UpdateInput struct {
@@ -136,9 +133,10 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 	return false
 }
 
-// validateName checks a provider name: 1 to 200 characters of valid UTF-8
+// ValidateName checks the name of a provider (or of another resource named
+// the same way, such as a connection): 1 to 200 characters of valid UTF-8
 // without control characters (the contract's Name).
-func validateName(name string) error {
+func ValidateName(name string) error {
 	n := utf8.RuneCountInString(name)
 	switch {
 	case !utf8.ValidString(name):

@@ -1,10 +1,8 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -22,12 +20,14 @@ import (
 	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/resource"
+	"github.com/svcdev/svc/internal/secret"
 )
 
 // ErrSecretUnreadable wraps the key ring's error when a stored secret cannot be
 // opened: its key left the ring, or the ciphertext was altered or moved from
-// another row (the provider id is its associated data).
-var ErrSecretUnreadable = errors.New("provider secret cannot be opened")
+// another row (the provider id is its associated data). It is the shared
+// secret.ErrUnreadable.
+var ErrSecretUnreadable = secret.ErrUnreadable
 
 // Service manages the providers of the caller's workspace. Each method is one
 // transaction; secrets are sealed with the key ring, bound to the provider id.
@@ -59,7 +59,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, k types.Kind, in C
 	if err := auth.Require(c, auth.PermWrite); err != nil {
 		return Provider{}, err
 	}
-	if err := validateName(in.Name); err != nil {
+	if err := ValidateName(in.Name); err != nil {
 		return Provider{}, err
 	}
 	t, err := s.reg.Resolve(k, in.Type)
@@ -188,30 +188,13 @@ func (s *Service) OpenSecrets(ctx context.Context, c *auth.Caller, k types.Kind,
 // seal encodes v as JSON and seals it bound to the provider id; a nil map
 // seals to nil (nothing stored).
 func (s *Service) seal(providerID string, v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode provider secret: %w", err)
-	}
-	if bytes.Equal(raw, []byte("null")) {
-		return nil, nil
-	}
-	return s.ring.Seal(raw, []byte(providerID))
+	return secret.Seal(s.ring, providerID, v)
 }
 
 // open opens a sealed secret of the provider into out; nil sealed leaves out
 // untouched.
 func (s *Service) open(providerID string, sealed []byte, out any) error {
-	if sealed == nil {
-		return nil
-	}
-	raw, err := s.ring.Open(sealed, []byte(providerID))
-	if err != nil {
-		return fmt.Errorf("%w: provider %s: %w", ErrSecretUnreadable, providerID, err)
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%w: provider %s: not a JSON object", ErrSecretUnreadable, providerID)
-	}
-	return nil
+	return secret.Open(s.ring, providerID, sealed, out)
 }
 
 // record writes the audit event of a change to row.

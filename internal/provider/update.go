@@ -15,6 +15,7 @@ import (
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/resource"
+	"github.com/svcdev/svc/internal/secret"
 )
 
 // Update changes a provider of kind k in the caller's workspace (SPEC 2.5 view
@@ -70,14 +71,14 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, k types.Kind, in U
 			}
 			p.Config, fields = newCfg, append(fields, "config")
 		}
-		if in.Credential.Present && secretDiffers(s, row.ID, row.Credential, in.Credential.Value) {
-			if p.Credential, err = s.seal(row.ID, derefMap(in.Credential.Value)); err != nil {
+		if in.Credential.Present && secret.Differs(s.ring, row.ID, row.Credential, in.Credential.Value) {
+			if p.Credential, err = s.seal(row.ID, secret.Deref(in.Credential.Value)); err != nil {
 				return Provider{}, err
 			}
 			fields = append(fields, "credential")
 		}
-		if in.ExtraHeaders.Present && secretDiffers(s, row.ID, row.ExtraHeaders, in.ExtraHeaders.Value) {
-			h := derefMap(in.ExtraHeaders.Value)
+		if in.ExtraHeaders.Present && secret.Differs(s.ring, row.ID, row.ExtraHeaders, in.ExtraHeaders.Value) {
+			h := secret.Deref(in.ExtraHeaders.Value)
 			if p.ExtraHeaders, err = s.seal(row.ID, h); err != nil {
 				return Provider{}, err
 			}
@@ -101,7 +102,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, k types.Kind, in U
 // validateUpdate checks the members given against the provider's type.
 func (s *Service) validateUpdate(ctx context.Context, k types.Kind, row db.Provider, in UpdateInput) error {
 	if in.Name != nil {
-		if err := validateName(*in.Name); err != nil {
+		if err := ValidateName(*in.Name); err != nil {
 			return err
 		}
 	}
@@ -132,7 +133,7 @@ func (s *Service) validateUpdate(ctx context.Context, k types.Kind, row db.Provi
 	}
 	// The provider as it will be: the given config and credential, else the
 	// stored ones.
-	cred := derefMap(in.Credential.Value)
+	cred := secret.Deref(in.Credential.Value)
 	if !in.Credential.Present {
 		if err := s.open(row.ID, row.Credential, &cred); err != nil {
 			return err
@@ -185,30 +186,4 @@ func configDiffers(stored []byte, cfg map[string]any) (bool, error) {
 		return true, nil
 	}
 	return !bytes.Equal(a, b), nil
-}
-
-// secretDiffers reports whether a PATCH's secret (nil: remove) differs from
-// the sealed one. The stored value is opened to compare (a few microseconds);
-// when it cannot be opened (its key left the ring) the new value counts as a
-// change, which is how such a secret is repaired.
-func secretDiffers[T any](s *Service, providerID string, sealed []byte, v *T) bool {
-	if v == nil || sealed == nil {
-		return (v == nil) != (sealed == nil)
-	}
-	var stored T
-	if err := s.open(providerID, sealed, &stored); err != nil {
-		return true
-	}
-	// Maps encode with sorted keys, so equal values encode to equal bytes.
-	a, errA := json.Marshal(stored)
-	b, errB := json.Marshal(*v)
-	return errA != nil || errB != nil || !bytes.Equal(a, b)
-}
-
-// derefMap returns *v, or nil.
-func derefMap[M ~map[string]V, V any](v *M) M {
-	if v == nil {
-		return nil
-	}
-	return *v
 }

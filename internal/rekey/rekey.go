@@ -28,6 +28,8 @@ const (
 	ProviderExtraHeaders = "provider_extra_headers"
 	OutboxSealed         = "outbox_sealed"
 	IdempotencyResponse  = "idempotency_response"
+	ConnectionCredential = "connection_credential"
+	OperationVendorState = "connection_operation_vendor_state"
 )
 
 // column is one sealed column and how to find the additional data each of
@@ -81,6 +83,8 @@ var columns = []column{
 	{name: ProviderExtraHeaders, table: "provider", col: "extra_headers", extra: "NULL::jsonb", aad: idAAD},
 	{name: OutboxSealed, table: "outbox", col: "sealed", extra: "jsonb_build_object('kind', kind, 'payload', payload)", aad: outboxAAD},
 	{name: IdempotencyResponse, table: "idempotency_key", col: "response", extra: "NULL::jsonb", aad: idAAD},
+	{name: ConnectionCredential, table: "connection", col: "credential", extra: "NULL::jsonb", aad: idAAD},
+	{name: OperationVendorState, table: "connection_operation", col: "vendor_state", extra: "NULL::jsonb", aad: idAAD},
 }
 
 // Unreadable is a stored value that could not be re-sealed: its key is not in

@@ -93,6 +93,22 @@ VALUES ($1, $2, $3, 'POST', '/x', '\x01', '\x02', 'completed', 201, $4, now() + 
 	require.NoError(t, err)
 	values = append(values, stored{rekey.IdempotencyResponse, "idempotency_key", "response", rid, []byte(rid), resp})
 
+	// A connection's credential and its authorization's vendor state (aad = row id).
+	cpid, cid, oid := id.New(id.Provider), id.New(id.Connection), id.New(id.ConnectionOperation)
+	ccred, vstate := []byte(`{"connected_account_id":"ca_1"}`), []byte(`{"connected_account_id":"ca_2","user_id":"u"}`)
+	_, err = pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
+VALUES ($1, $2, 'connector', 'composio', 'c', $3, $3)`, cpid, admin.WorkspaceID, admin.PrincipalID)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO connection (id, workspace_id, provider_id, app, name, credential, created_by_id, updated_by_id)
+VALUES ($1, $2, $3, 'github', 'gh', $4, $5, $5)`, cid, admin.WorkspaceID, cpid, seal(t, old, ccred, []byte(cid)), admin.PrincipalID)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO connection_operation (id, workspace_id, connection_id, vendor_state, owner, lease_until, deadline, created_by_id)
+VALUES ($1, $2, $3, $4, 'r', now(), now() + interval '1 hour', $5)`, oid, admin.WorkspaceID, cid, seal(t, old, vstate, []byte(oid)), admin.PrincipalID)
+	require.NoError(t, err)
+	values = append(values,
+		stored{rekey.ConnectionCredential, "connection", "credential", cid, []byte(cid), ccred},
+		stored{rekey.OperationVendorState, "connection_operation", "vendor_state", oid, []byte(oid), vstate})
+
 	// A credential sealed under a key that is not in the ring.
 	lostID := id.New(id.Provider)
 	lostSealed := seal(t, lost, []byte(`{"api_key":"gone"}`), []byte(lostID))
@@ -103,7 +119,8 @@ VALUES ($1, $2, 'web', 'search', 'lost', $3, $4, $4)`, lostID, admin.WorkspaceID
 	// Nothing to do while the old key is primary, except report the lost value.
 	res, err := rekey.Run(ctx, pool, old, 2)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{rekey.ProviderCredential: 0, rekey.ProviderExtraHeaders: 0, rekey.OutboxSealed: 0, rekey.IdempotencyResponse: 0}, res.Resealed)
+	require.Equal(t, map[string]int{rekey.ProviderCredential: 0, rekey.ProviderExtraHeaders: 0, rekey.OutboxSealed: 0, rekey.IdempotencyResponse: 0,
+		rekey.ConnectionCredential: 0, rekey.OperationVendorState: 0}, res.Resealed)
 	require.Len(t, res.Unreadable, 1)
 
 	// Rotate: add, promote, reseal in batches of 2.
@@ -114,7 +131,8 @@ VALUES ($1, $2, 'web', 'search', 'lost', $3, $4, $4)`, lostID, admin.WorkspaceID
 	require.NoError(t, err)
 	res, err = rekey.Run(ctx, pool, ring, 2)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{rekey.ProviderCredential: 5, rekey.ProviderExtraHeaders: 5, rekey.OutboxSealed: 2, rekey.IdempotencyResponse: 1}, res.Resealed)
+	require.Equal(t, map[string]int{rekey.ProviderCredential: 5, rekey.ProviderExtraHeaders: 5, rekey.OutboxSealed: 2, rekey.IdempotencyResponse: 1,
+		rekey.ConnectionCredential: 1, rekey.OperationVendorState: 1}, res.Resealed)
 	require.Equal(t, []rekey.Unreadable{{Column: rekey.ProviderCredential, ID: lostID, Reason: res.Unreadable[0].Reason}}, res.Unreadable)
 	require.Contains(t, res.Unreadable[0].Reason, "unknown key")
 
@@ -137,7 +155,8 @@ VALUES ($1, $2, 'web', 'search', 'lost', $3, $4, $4)`, lostID, admin.WorkspaceID
 	}
 	res, err = rekey.Run(ctx, pool, ring, 500)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{rekey.ProviderCredential: 0, rekey.ProviderExtraHeaders: 0, rekey.OutboxSealed: 0, rekey.IdempotencyResponse: 0}, res.Resealed)
+	require.Equal(t, map[string]int{rekey.ProviderCredential: 0, rekey.ProviderExtraHeaders: 0, rekey.OutboxSealed: 0, rekey.IdempotencyResponse: 0,
+		rekey.ConnectionCredential: 0, rekey.OperationVendorState: 0}, res.Resealed)
 	require.Len(t, res.Unreadable, 1)
 	for _, v := range values {
 		require.Equal(t, before[v.column+v.id], read(t, pool, v))

@@ -272,6 +272,15 @@ func answersLike(body []byte, expect string) bool {
 	return ok
 }
 
+// DescribeCallError says why an HTTP call to a vendor failed (the endpoint
+// policy refused it, it timed out after timeout, TLS failed, ...) in fixed
+// text that never carries the cause's details: an address, the credential or
+// the vendor's answer. Other code that calls vendors through the endpoint
+// policy reports its failures with it.
+func DescribeCallError(err error, timeout time.Duration) string {
+	return callFailed(err, timeout).Message
+}
+
 // callFailed describes a failed call without its cause's details.
 func callFailed(err error, timeout time.Duration) Result {
 	var ce *endpoint.CallError

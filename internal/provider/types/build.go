@@ -90,3 +90,9 @@ func strList(desc string, maxItems int) map[string]any {
 		"items": map[string]any{"type": "string", "minLength": 1, "maxLength": 1024},
 	}
 }
+
+// withWriteOnly marks a member write-only: a secret never shown back.
+func withWriteOnly(s map[string]any) map[string]any {
+	s["writeOnly"] = true
+	return s
+}

@@ -124,6 +124,17 @@ type Environment struct {
 	Destroy          bool
 }
 
+// Connector describes a connector type: the shapes of the config and the
+// credential of a connection made through a provider of the type.
+type Connector struct {
+	// Config is what names the account's app at the vendor (for Composio, the
+	// auth config the account is connected with).
+	Config *Schema
+	// Credential is what a connection presents to act as the account; it is
+	// write-only and sealed like a provider's credential.
+	Credential *Schema
+}
+
 // Type is one installed provider type. Values are immutable once registered.
 type Type struct {
 	ID                 string
@@ -151,6 +162,8 @@ type Type struct {
 	Operations []Operation
 	// Environment is set on environment types only.
 	Environment *Environment
+	// Connector is set on connector types only.
+	Connector *Connector
 }
 
 // TestSupported reports whether the provider test can answer anything other
@@ -174,6 +187,25 @@ func (t Type) ValidateEnvironment(v any) error {
 	return t.Environment.Schema.validate(v, "config")
 }
 
+// ValidateConnectionConfig validates a connection's config for a connector
+// type; errors name fields under "config".
+func (t Type) ValidateConnectionConfig(v any) error {
+	if t.Connector == nil {
+		return apperr.InvalidField("provider_id", fmt.Sprintf("%s is not a connector provider type", t.ID))
+	}
+	return t.Connector.Config.validate(v, "config")
+}
+
+// ValidateConnectionCredential validates a connection's credential for a
+// connector type; errors name fields under "credential" and never repeat the
+// submitted values.
+func (t Type) ValidateConnectionCredential(v any) error {
+	if t.Connector == nil {
+		return apperr.InvalidField("provider_id", fmt.Sprintf("%s is not a connector provider type", t.ID))
+	}
+	return t.Connector.Credential.validate(v, "credential")
+}
+
 // API returns the model API id of a model type, and false when the type does
 // not speak it.
 func (t Type) API(id string) (API, bool) {
@@ -193,6 +225,10 @@ func (t Type) schemas() map[string]*Schema {
 	}
 	if t.Environment != nil {
 		out["environment"] = t.Environment.Schema
+	}
+	if t.Connector != nil {
+		out["connection.config"] = t.Connector.Config
+		out["connection.credential"] = t.Connector.Credential
 	}
 	return out
 }
@@ -218,6 +254,8 @@ func (t Type) check() error {
 		return fmt.Errorf("provider type %q: web types, and only they, list operations", t.ID)
 	case (t.Kind == KindEnvironment) != (t.Environment != nil):
 		return fmt.Errorf("provider type %q: environment types, and only they, describe environments", t.ID)
+	case (t.Kind == KindConnector) != (t.Connector != nil):
+		return fmt.Errorf("provider type %q: connector types, and only they, describe connections", t.ID)
 	}
 	return nil
 }
