@@ -23,6 +23,11 @@ const (
 	Delivery     = "dlv"
 	AuditEvent   = "aud"
 	Provider     = "prv"
+
+	EnvironmentTemplate = "et"
+	Environment         = "env"
+	Memory              = "mem"
+	Subscription        = "sub"
 )
 
 // New returns a new id of the given kind.
