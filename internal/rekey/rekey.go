@@ -28,6 +28,7 @@ const (
 	ProviderExtraHeaders = "provider_extra_headers"
 	OutboxSealed         = "outbox_sealed"
 	IdempotencyResponse  = "idempotency_response"
+	SubscriptionSecret   = "subscription_secret"
 )
 
 // column is one sealed column and how to find the additional data each of
@@ -81,6 +82,7 @@ var columns = []column{
 	{name: ProviderExtraHeaders, table: "provider", col: "extra_headers", extra: "NULL::jsonb", aad: idAAD},
 	{name: OutboxSealed, table: "outbox", col: "sealed", extra: "jsonb_build_object('kind', kind, 'payload', payload)", aad: outboxAAD},
 	{name: IdempotencyResponse, table: "idempotency_key", col: "response", extra: "NULL::jsonb", aad: idAAD},
+	{name: SubscriptionSecret, table: "subscription", col: "secret", extra: "NULL::jsonb", aad: idAAD},
 }
 
 // Unreadable is a stored value that could not be re-sealed: its key is not in
