@@ -17,6 +17,9 @@ type Server struct {
 	*ProviderTypeHandlers
 	*ProviderHandlers
 	*ModelHandlers
+	*EnvironmentHandlers
+	*MemoryHandlers
+	*SubscriptionHandlers
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
