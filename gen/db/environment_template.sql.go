@@ -198,7 +198,7 @@ func (q *Queries) EnvironmentTemplateList(ctx context.Context, db DBTX, arg Envi
 const environmentTemplateListByLabels = `-- name: EnvironmentTemplateListByLabels :many
 SELECT id, workspace_id, provider_id, name, description, config, idle_stop_seconds, idle_delete_seconds, labels, enabled, version, created_by_id, updated_by_id, created_at, updated_at FROM environment_template
 WHERE workspace_id = $1 AND id < $2
-  AND labels @> $3::jsonb
+  AND (labels || jsonb_object(ARRAY['', workspace_id])) @> $3::jsonb
   AND ($4::boolean IS NULL OR enabled = $4::boolean)
   AND ($5::text = '' OR name ILIKE $5::text OR description ILIKE $5::text)
 ORDER BY id DESC
@@ -214,9 +214,10 @@ type EnvironmentTemplateListByLabelsParams struct {
 	PageLimit   int32           `json:"page_limit"`
 }
 
-// EnvironmentTemplateList with label selectors: labels must contain the
-// selectors' object (internal/labels.Filter), which the GIN index
-// environment_template_labels_idx answers.
+// EnvironmentTemplateList with label selectors: the labels, scoped by the
+// workspace, must contain the selectors' object (internal/labels.Filter), which
+// the GIN index environment_template_labels_idx answers; the expression is the
+// index's, exactly.
 func (q *Queries) EnvironmentTemplateListByLabels(ctx context.Context, db DBTX, arg EnvironmentTemplateListByLabelsParams) ([]EnvironmentTemplate, error) {
 	rows, err := db.Query(ctx, environmentTemplateListByLabels,
 		arg.WorkspaceID,

@@ -340,6 +340,13 @@ func TestTemplatesListFilters(t *testing.T) {
 	b.mustTemplate(t, "Beta", map[string]any{"labels": map[string]any{"team": "core", "env": "dev"}, "description": "100% cached_builds"})
 	b.mustTemplate(t, "Gamma ÉCOLE", map[string]any{"labels": map[string]any{"team": "web", "env": "prod", "url": "https://x:1"}, "enabled": false})
 	b.mustTemplate(t, "Delta", nil)
+	// Another workspace with the same labels: never in this workspace's lists.
+	other := &templatesBundle{providersBundle: &providersBundle{h: b.h, admin: b.admin}}
+	other.admin.APIKey = b.otherWorkspace(t)
+	other.docker = other.dockerProvider(t)
+	other.mustTemplate(t, "Foreign Alpha", map[string]any{"labels": map[string]any{"team": "core", "env": "prod", "tier": "gold"}, "description": "GPU"})
+	_, names, _ := other.list(t, "label=team:core&label=env:prod")
+	require.Equal(t, []string{"Foreign Alpha"}, names, "and the other way round")
 
 	q := func(pairs ...string) string {
 		v := url.Values{}

@@ -7,15 +7,26 @@
 // characters (it may be empty). A list filters with up to MaxSelectors
 // `label=key:value` query values, all of which must match.
 //
-// Storage and filtering: a resource keeps its labels in a jsonb column with a
-// GIN index using jsonb_path_ops, and a list with selectors adds
+// Storage and filtering: a resource keeps its labels in a jsonb column and
+// has a GIN index over its labels scoped by its workspace,
 //
-//	AND labels @> @selectors::jsonb
+//	CREATE INDEX x_labels_idx ON x
+//	    USING gin ((labels || jsonb_object(ARRAY['', workspace_id])) jsonb_path_ops);
 //
-// where the argument is Filter(selectors): one JSON object holding every
-// selector. Containment is exactly "all must match", and it is what the GIN
-// index answers. Errors are apperr invalid_argument naming `labels` (or
-// `labels.<key>` for a bad value) for a labels object, and `label` for selectors.
+// and a list with selectors adds, with exactly the index's expression,
+//
+//	AND (labels || jsonb_object(ARRAY['', workspace_id])) @> @selectors::jsonb
+//
+// where the argument is Filter(workspaceID, selectors): one JSON object holding
+// every selector and the workspace under ScopeKey. Containment is exactly "all
+// must match", and it is what the GIN index answers. The workspace in the
+// index keeps the index scan to the caller's workspace: with a plain
+// `labels` index, a selector as common as env:prod would fetch and discard
+// the matching rows of every other workspace (docs/performance.md measures
+// both). ScopeKey is the empty string, which is never a label key.
+//
+// Errors are apperr invalid_argument naming `labels` (or `labels.<key>` for a
+// bad value) for a labels object, and `label` for selectors.
 package labels
 
 import (
@@ -131,21 +142,27 @@ func ParseSelectors(raw []string) ([]Selector, error) {
 	return out, nil
 }
 
-// Filter returns the JSON object a labels column must contain (`@>`) for every
-// selector to match, and false when no resource can match: two selectors ask
-// one key for different values. Repeated selectors count once. With no
-// selectors it returns nil and true (no filter).
-func Filter(sels []Selector) ([]byte, bool) {
+// ScopeKey is the key under which the index and Filter put the workspace id
+// next to the labels; label keys cannot be empty, so it never collides.
+const ScopeKey = ""
+
+// Filter returns the JSON object the scoped labels of a resource of workspace
+// workspaceID must contain (`@>`) for every selector to match, and false when
+// no resource can match: two selectors ask one key for different values.
+// Repeated selectors count once. With no selectors it returns nil and true (no
+// filter: list without the label condition).
+func Filter(workspaceID string, sels []Selector) ([]byte, bool) {
 	if len(sels) == 0 {
 		return nil, true
 	}
-	want := make(map[string]string, len(sels))
+	want := make(map[string]string, len(sels)+1)
 	for _, s := range sels {
 		if v, seen := want[s.Key]; seen && v != s.Value {
 			return nil, false
 		}
 		want[s.Key] = s.Value
 	}
+	want[ScopeKey] = workspaceID
 	raw, err := json.Marshal(want)
 	if err != nil {
 		// A map of strings always encodes; invalid UTF-8 was refused by parsing.

@@ -110,15 +110,16 @@ func TestParseSelectors(t *testing.T) {
 
 func TestFilter(t *testing.T) {
 	t.Parallel()
-	f, ok := labels.Filter(nil)
+	f, ok := labels.Filter("ws_1", nil)
 	require.True(t, ok)
 	require.Nil(t, f, "no selectors, no filter")
 
-	f, ok = labels.Filter([]labels.Selector{{"team", "core"}, {"env", "prod"}, {"env", "prod"}})
+	f, ok = labels.Filter("ws_1", []labels.Selector{{"team", "core"}, {"env", "prod"}, {"env", "prod"}})
 	require.True(t, ok)
-	require.JSONEq(t, `{"env":"prod","team":"core"}`, string(f), "one object; repeats count once")
+	require.JSONEq(t, `{"":"ws_1","env":"prod","team":"core"}`, string(f), "one object scoped by the workspace; repeats count once")
+	require.False(t, labels.ValidKey(labels.ScopeKey), "the scope key is never a label key")
 
-	_, ok = labels.Filter([]labels.Selector{{"env", "prod"}, {"env", "dev"}})
+	_, ok = labels.Filter("ws_1", []labels.Selector{{"env", "prod"}, {"env", "dev"}})
 	require.False(t, ok, "one key cannot have two values: nothing matches")
 }
 

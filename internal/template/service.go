@@ -114,7 +114,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 		e := !*in.Archived
 		enabled = &e
 	}
-	filter, possible := labels.Filter(sels)
+	filter, possible := labels.Filter(c.WorkspaceID, sels)
 	if !possible {
 		return Page{Items: []Template{}}, nil
 	}

@@ -8,9 +8,13 @@
 -- An environment template: how to make an environment on an environment
 -- provider. config was validated by the provider type's environment schema
 -- when written. Labels are a JSON object of at most 32 string values (the
--- internal/labels rules); the GIN index serves the label selectors of lists
--- (`labels @> '{"k":"v",...}'`): jsonb_path_ops indexes exactly the key/value
--- paths containment needs and is smaller than the default jsonb_ops.
+-- internal/labels rules). The GIN index serves the label selectors of lists:
+-- it indexes the labels plus the workspace under the key "" (never a label
+-- key), so that `(labels || jsonb_object(ARRAY['', workspace_id])) @>
+-- '{"": "<workspace>", "k": "v", ...}'` finds only the workspace's matches,
+-- however many other workspaces use the same labels (see internal/labels and
+-- docs/performance.md). jsonb_path_ops indexes exactly the key/value paths
+-- containment needs and is smaller than the default jsonb_ops.
 -- Templates are never deleted (disable them); nothing a run depends on is
 -- deleted underneath it.
 CREATE TABLE environment_template (
@@ -32,7 +36,8 @@ CREATE TABLE environment_template (
     CHECK (idle_stop_seconds IS NULL OR idle_delete_seconds IS NULL OR idle_delete_seconds >= idle_stop_seconds)
 );
 CREATE INDEX environment_template_workspace_idx ON environment_template (workspace_id, id DESC);
-CREATE INDEX environment_template_labels_idx ON environment_template USING gin (labels jsonb_path_ops);
+CREATE INDEX environment_template_labels_idx ON environment_template
+    USING gin ((labels || jsonb_object(ARRAY['', workspace_id])) jsonb_path_ops);
 CREATE INDEX environment_template_provider_idx ON environment_template (provider_id);
 
 -- An environment: one instance of a template on its provider, made by a run

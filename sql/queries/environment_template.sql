@@ -25,12 +25,13 @@ ORDER BY id DESC
 LIMIT @page_limit;
 
 -- name: EnvironmentTemplateListByLabels :many
--- EnvironmentTemplateList with label selectors: labels must contain the
--- selectors' object (internal/labels.Filter), which the GIN index
--- environment_template_labels_idx answers.
+-- EnvironmentTemplateList with label selectors: the labels, scoped by the
+-- workspace, must contain the selectors' object (internal/labels.Filter), which
+-- the GIN index environment_template_labels_idx answers; the expression is the
+-- index's, exactly.
 SELECT * FROM environment_template
 WHERE workspace_id = @workspace_id AND id < @after_id
-  AND labels @> @selectors::jsonb
+  AND (labels || jsonb_object(ARRAY['', workspace_id])) @> @selectors::jsonb
   AND (sqlc.narg('enabled')::boolean IS NULL OR enabled = sqlc.narg('enabled')::boolean)
   AND (@pattern::text = '' OR name ILIKE @pattern::text OR description ILIKE @pattern::text)
 ORDER BY id DESC
