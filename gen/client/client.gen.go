@@ -1200,7 +1200,7 @@ type SubscriptionWithSecret struct {
 	// `webhook-signature: v1,<base64 HMAC-SHA256>` made with the decoded bytes.
 	//
 	//
-	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+	// Example: whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=
 	Secret       string       `json:"secret"`
 	Subscription Subscription `json:"subscription"`
 }
