@@ -74,6 +74,36 @@ func (e CreatedInvitationDelivery) Valid() bool {
 	}
 }
 
+// Defines values for EnvironmentStatus.
+const (
+	EnvironmentStatusDeleted  EnvironmentStatus = "deleted"
+	EnvironmentStatusDeleting EnvironmentStatus = "deleting"
+	EnvironmentStatusFailed   EnvironmentStatus = "failed"
+	EnvironmentStatusRunning  EnvironmentStatus = "running"
+	EnvironmentStatusStarting EnvironmentStatus = "starting"
+	EnvironmentStatusStopped  EnvironmentStatus = "stopped"
+)
+
+// Valid indicates whether the value is a known member of the EnvironmentStatus enum.
+func (e EnvironmentStatus) Valid() bool {
+	switch e {
+	case EnvironmentStatusDeleted:
+		return true
+	case EnvironmentStatusDeleting:
+		return true
+	case EnvironmentStatusFailed:
+		return true
+	case EnvironmentStatusRunning:
+		return true
+	case EnvironmentStatusStarting:
+		return true
+	case EnvironmentStatusStopped:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAlreadyExists        ErrorCode = "already_exists"
@@ -197,6 +227,24 @@ func (e MeOrganizationRole) Valid() bool {
 	case MeOrganizationRoleMember:
 		return true
 	case MeOrganizationRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MemoryKind.
+const (
+	MemoryKindBuiltin MemoryKind = "builtin"
+	MemoryKindRecord  MemoryKind = "record"
+)
+
+// Valid indicates whether the value is a known member of the MemoryKind enum.
+func (e MemoryKind) Valid() bool {
+	switch e {
+	case MemoryKindBuiltin:
+		return true
+	case MemoryKindRecord:
 		return true
 	default:
 		return false
@@ -365,6 +413,51 @@ func (e Role) Valid() bool {
 	case RoleControl:
 		return true
 	case RoleWorker:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEventType.
+const (
+	WebhookEventTypeAgentRevisionPublished WebhookEventType = "agent.revision_published"
+	WebhookEventTypeEnvironmentDeleted     WebhookEventType = "environment.deleted"
+	WebhookEventTypeEnvironmentStopped     WebhookEventType = "environment.stopped"
+	WebhookEventTypeInvitationAccepted     WebhookEventType = "invitation.accepted"
+	WebhookEventTypeRunAccepted            WebhookEventType = "run.accepted"
+	WebhookEventTypeRunCancelled           WebhookEventType = "run.cancelled"
+	WebhookEventTypeRunFailed              WebhookEventType = "run.failed"
+	WebhookEventTypeRunStarted             WebhookEventType = "run.started"
+	WebhookEventTypeRunSucceeded           WebhookEventType = "run.succeeded"
+	WebhookEventTypeSkillRevisionPublished WebhookEventType = "skill.revision_published"
+	WebhookEventTypeThreadIdle             WebhookEventType = "thread.idle"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventType enum.
+func (e WebhookEventType) Valid() bool {
+	switch e {
+	case WebhookEventTypeAgentRevisionPublished:
+		return true
+	case WebhookEventTypeEnvironmentDeleted:
+		return true
+	case WebhookEventTypeEnvironmentStopped:
+		return true
+	case WebhookEventTypeInvitationAccepted:
+		return true
+	case WebhookEventTypeRunAccepted:
+		return true
+	case WebhookEventTypeRunCancelled:
+		return true
+	case WebhookEventTypeRunFailed:
+		return true
+	case WebhookEventTypeRunStarted:
+		return true
+	case WebhookEventTypeRunSucceeded:
+		return true
+	case WebhookEventTypeSkillRevisionPublished:
+		return true
+	case WebhookEventTypeThreadIdle:
 		return true
 	default:
 		return false
@@ -834,12 +927,54 @@ type CreateConnectionRequest struct {
 	ProviderId string `json:"provider_id"`
 }
 
+// CreateEnvironmentTemplateRequest Example: {"config":{"cpu":2,"image":"python:3.13-slim","memory_mb":4096},"description":"Short-lived containers for data analysis.","environment_provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h","idle_delete_seconds":86400,"idle_stop_seconds":900,"labels":{"env":"prod","team":"platform"},"name":"Python sandbox"}
+type CreateEnvironmentTemplateRequest struct {
+	// Config Validated by the `environment_schema` of the provider's type.
+	//
+	// Example: {"cpu":2,"image":"python:3.13-slim","memory_mb":4096,"timeout_seconds":3600}
+	Config EnvironmentTemplateConfig `json:"config"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// EnvironmentProviderId An environment provider of the workspace.
+	EnvironmentProviderId string                         `json:"environment_provider_id"`
+	IdleDeleteSeconds     nullable.Nullable[IdleSeconds] `json:"idle_delete_seconds,omitempty"`
+	IdleStopSeconds       nullable.Nullable[IdleSeconds] `json:"idle_stop_seconds,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name Name `json:"name"`
+}
+
 // CreateInvitationRequest defines model for CreateInvitationRequest.
 type CreateInvitationRequest struct {
 	Email string `json:"email"`
 
 	// Role Workspace invitations: admin, editor, runner, viewer. Organization invitations: owner, admin, member.
 	Role string `json:"role"`
+}
+
+// CreateMemoryRequest defines model for CreateMemoryRequest.
+type CreateMemoryRequest struct {
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Kind `record`: stored by a memory provider; `builtin`: stored by svc.
+	Kind MemoryKind `json:"kind"`
+
+	// MemoryProviderId Required for `record` memories, refused for `builtin` ones.
+	MemoryProviderId *string `json:"memory_provider_id,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name Name `json:"name"`
 }
 
 // CreateModelProviderRequest defines model for CreateModelProviderRequest.
@@ -918,6 +1053,21 @@ type CreateSkillRequest struct {
 	Name Name `json:"name"`
 }
 
+// CreateSubscriptionRequest Example: {"description":"Run outcomes for the billing service.","event_types":["run.succeeded","run.failed"],"url":"https://hooks.example.com/svc"}
+type CreateSubscriptionRequest struct {
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// EventTypes Example: ["run.succeeded","run.failed"]
+	EventTypes WebhookEventTypes `json:"event_types"`
+
+	// Url The endpoint deliveries are POSTed to; it must pass the deployment's endpoint policy.
+	//
+	// Example: https://hooks.example.com/svc
+	Url WebhookURL `json:"url"`
+}
+
 // CreateWorkspaceRequest defines model for CreateWorkspaceRequest.
 type CreateWorkspaceRequest struct {
 	// Name 1 to 200 characters, no control characters.
@@ -954,6 +1104,91 @@ type CreatedWorkspace struct {
 
 // Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
 type Description = string
+
+// Environment defines model for Environment.
+type Environment struct {
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedById string    `json:"created_by_id"`
+
+	// EnvironmentProviderId Example: prv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	EnvironmentProviderId string `json:"environment_provider_id"`
+
+	// Id Example: env_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// LastUsedAt When a run last used it; null if none has.
+	LastUsedAt nullable.Nullable[time.Time] `json:"last_used_at"`
+
+	// Status `deleting`: deletion was asked and the sweep is destroying the vendor's instance;
+	// `deleted`: it is gone (the record stays as history).
+	Status EnvironmentStatus `json:"status"`
+
+	// TemplateId Example: et_01jd5v6w1q3yb8j8y3tn9z2k7h
+	TemplateId  string    `json:"template_id"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedById string    `json:"updated_by_id"`
+	Version     int       `json:"version"`
+}
+
+// EnvironmentPage defines model for EnvironmentPage.
+type EnvironmentPage struct {
+	Items      []Environment             `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// EnvironmentStatus `deleting`: deletion was asked and the sweep is destroying the vendor's instance;
+// `deleted`: it is gone (the record stays as history).
+type EnvironmentStatus string
+
+// EnvironmentTemplate defines model for EnvironmentTemplate.
+type EnvironmentTemplate struct {
+	// Config Validated by the `environment_schema` of the provider's type.
+	//
+	// Example: {"cpu":2,"image":"python:3.13-slim","memory_mb":4096,"timeout_seconds":3600}
+	Config      EnvironmentTemplateConfig `json:"config"`
+	CreatedAt   time.Time                 `json:"created_at"`
+	CreatedById string                    `json:"created_by_id"`
+	Description string                    `json:"description"`
+
+	// Enabled A disabled template refuses new use at once.
+	Enabled bool `json:"enabled"`
+
+	// EnvironmentProviderId Example: prv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	EnvironmentProviderId string `json:"environment_provider_id"`
+
+	// Id Example: et_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// IdleDeleteSeconds An environment idle this long is deleted; null never deletes it for idleness.
+	//
+	// Example: 86400
+	IdleDeleteSeconds nullable.Nullable[int] `json:"idle_delete_seconds"`
+
+	// IdleStopSeconds An environment idle this long is stopped; null never stops it for idleness.
+	//
+	// Example: 900
+	IdleStopSeconds nullable.Nullable[int] `json:"idle_stop_seconds"`
+
+	// Labels Example: {"env":"prod","team":"platform"}
+	Labels map[string]string `json:"labels"`
+
+	// Name Example: Python sandbox
+	Name        string    `json:"name"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedById string    `json:"updated_by_id"`
+	Version     int       `json:"version"`
+}
+
+// EnvironmentTemplateConfig Validated by the `environment_schema` of the provider's type.
+//
+// Example: {"cpu":2,"image":"python:3.13-slim","memory_mb":4096,"timeout_seconds":3600}
+type EnvironmentTemplateConfig map[string]interface{}
+
+// EnvironmentTemplatePage defines model for EnvironmentTemplatePage.
+type EnvironmentTemplatePage struct {
+	Items      []EnvironmentTemplate     `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
 
 // Error defines model for Error.
 type Error struct {
@@ -999,6 +1234,9 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// IdleSeconds defines model for IdleSeconds.
+type IdleSeconds = int
 
 // Invitation defines model for Invitation.
 type Invitation struct {
@@ -1101,6 +1339,44 @@ type Member struct {
 // MemberPage defines model for MemberPage.
 type MemberPage struct {
 	Items      []Member                  `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// Memory defines model for Memory.
+type Memory struct {
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedById string    `json:"created_by_id"`
+	Description string    `json:"description"`
+
+	// Id Example: mem_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// Kind `record`: stored by a memory provider; `builtin`: stored by svc.
+	Kind MemoryKind `json:"kind"`
+
+	// MemoryProviderId The memory provider of a record memory; null for builtin memories.
+	//
+	// Example: prv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	MemoryProviderId nullable.Nullable[string] `json:"memory_provider_id"`
+
+	// Name Example: Customer facts
+	Name string `json:"name"`
+
+	// Namespace The record memory's namespace at its provider, chosen by svc; null for builtin memories.
+	//
+	// Example: mem_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Namespace   nullable.Nullable[string] `json:"namespace"`
+	UpdatedAt   time.Time                 `json:"updated_at"`
+	UpdatedById string                    `json:"updated_by_id"`
+	Version     int                       `json:"version"`
+}
+
+// MemoryKind `record`: stored by a memory provider; `builtin`: stored by svc.
+type MemoryKind string
+
+// MemoryPage defines model for MemoryPage.
+type MemoryPage struct {
+	Items      []Memory                  `json:"items"`
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
@@ -1430,6 +1706,46 @@ type SkillRevisionPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// Subscription defines model for Subscription.
+type Subscription struct {
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedById string    `json:"created_by_id"`
+	Description string    `json:"description"`
+
+	// Enabled A disabled subscription gets no deliveries.
+	Enabled bool `json:"enabled"`
+
+	// EventTypes Sorted.
+	EventTypes []WebhookEventType `json:"event_types"`
+
+	// Id Example: sub_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id          string    `json:"id"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedById string    `json:"updated_by_id"`
+
+	// Url Example: https://hooks.example.com/svc
+	Url     string `json:"url"`
+	Version int    `json:"version"`
+}
+
+// SubscriptionPage defines model for SubscriptionPage.
+type SubscriptionPage struct {
+	Items      []Subscription            `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// SubscriptionWithSecret defines model for SubscriptionWithSecret.
+type SubscriptionWithSecret struct {
+	// Secret The signing secret (Standard Webhooks): `whsec_` and the base64 of 32 random bytes.
+	// Shown only in this answer. Deliveries carry `webhook-id`, `webhook-timestamp` and
+	// `webhook-signature: v1,<base64 HMAC-SHA256>` made with the decoded bytes.
+	//
+	//
+	// Example: whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=
+	Secret       string       `json:"secret"`
+	Subscription Subscription `json:"subscription"`
+}
+
 // UpdateAgentRequest defines model for UpdateAgentRequest.
 type UpdateAgentRequest struct {
 	// DefaultRevisionId A revision of this agent.
@@ -1469,9 +1785,46 @@ type UpdateConnectionRequest struct {
 	Name *Name `json:"name,omitempty"`
 }
 
+// UpdateEnvironmentTemplateRequest Example: {"enabled":false}
+type UpdateEnvironmentTemplateRequest struct {
+	// Config Validated by the `environment_schema` of the provider's type.
+	//
+	// Example: {"cpu":2,"image":"python:3.13-slim","memory_mb":4096,"timeout_seconds":3600}
+	Config *EnvironmentTemplateConfig `json:"config,omitempty"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// IdleDeleteSeconds A value sets the threshold, `null` removes it, leaving it out keeps it.
+	IdleDeleteSeconds nullable.Nullable[int] `json:"idle_delete_seconds,omitempty"`
+
+	// IdleStopSeconds A value sets the threshold, `null` removes it, leaving it out keeps it.
+	IdleStopSeconds nullable.Nullable[int] `json:"idle_stop_seconds,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name *Name `json:"name,omitempty"`
+}
+
 // UpdateMemberRequest defines model for UpdateMemberRequest.
 type UpdateMemberRequest struct {
 	Role WorkspaceRole `json:"role"`
+}
+
+// UpdateMemoryRequest defines model for UpdateMemoryRequest.
+type UpdateMemoryRequest struct {
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name *Name `json:"name,omitempty"`
 }
 
 // UpdateModelProviderRequest defines model for UpdateModelProviderRequest.
@@ -1533,11 +1886,37 @@ type UpdateSkillRequest struct {
 	Name *Name `json:"name,omitempty"`
 }
 
+// UpdateSubscriptionRequest Example: {"event_types":["run.succeeded","run.failed","run.cancelled"]}
+type UpdateSubscriptionRequest struct {
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// EventTypes Example: ["run.succeeded","run.failed"]
+	EventTypes *WebhookEventTypes `json:"event_types,omitempty"`
+
+	// Url The endpoint deliveries are POSTed to; it must pass the deployment's endpoint policy.
+	//
+	// Example: https://hooks.example.com/svc
+	Url *WebhookURL `json:"url,omitempty"`
+}
+
 // UpdateWorkspaceRequest defines model for UpdateWorkspaceRequest.
 type UpdateWorkspaceRequest struct {
 	// Name 1 to 200 characters, no control characters.
 	Name *Name `json:"name,omitempty"`
 }
+
+// WebhookEventType defines model for WebhookEventType.
+type WebhookEventType string
+
+// WebhookEventTypes Example: ["run.succeeded","run.failed"]
+type WebhookEventTypes = []WebhookEventType
+
+// WebhookURL The endpoint deliveries are POSTed to; it must pass the deployment's endpoint policy.
+//
+// Example: https://hooks.example.com/svc
+type WebhookURL = string
 
 // Workspace defines model for Workspace.
 type Workspace struct {
@@ -1894,6 +2273,64 @@ type UpdateEnvironmentProviderParams struct {
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
+// ListEnvironmentTemplatesParams defines parameters for ListEnvironmentTemplates.
+type ListEnvironmentTemplatesParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Label A label selector `key:value`; repeat for more (at most 8, all must match).
+	Label *[]string `form:"label,omitempty" json:"label,omitempty"`
+
+	// Q A case-insensitive substring of the name or the description.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Archived `true`: only disabled templates; `false`: only enabled ones.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+}
+
+// CreateEnvironmentTemplateParams defines parameters for CreateEnvironmentTemplate.
+type CreateEnvironmentTemplateParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateEnvironmentTemplateParams defines parameters for UpdateEnvironmentTemplate.
+type UpdateEnvironmentTemplateParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListEnvironmentsParams defines parameters for ListEnvironments.
+type ListEnvironmentsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// TemplateId Only the environments of this environment template.
+	TemplateId *string `form:"template_id,omitempty" json:"template_id,omitempty"`
+}
+
+// DeleteEnvironmentParams defines parameters for DeleteEnvironment.
+type DeleteEnvironmentParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
 // RevokeInvitationParams defines parameters for RevokeInvitation.
 type RevokeInvitationParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
@@ -1917,6 +2354,43 @@ type RemoveMemberParams struct {
 
 // UpdateMemberParams defines parameters for UpdateMember.
 type UpdateMemberParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListMemoriesParams defines parameters for ListMemories.
+type ListMemoriesParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateMemoryParams defines parameters for CreateMemory.
+type CreateMemoryParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteMemoryParams defines parameters for DeleteMemory.
+type DeleteMemoryParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// UpdateMemoryParams defines parameters for UpdateMemory.
+type UpdateMemoryParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
@@ -2117,6 +2591,49 @@ type UnarchiveSkillParams struct {
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
+// ListSubscriptionsParams defines parameters for ListSubscriptions.
+type ListSubscriptionsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateSubscriptionParams defines parameters for CreateSubscription.
+type CreateSubscriptionParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteSubscriptionParams defines parameters for DeleteSubscription.
+type DeleteSubscriptionParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// UpdateSubscriptionParams defines parameters for UpdateSubscription.
+type UpdateSubscriptionParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// RotateSubscriptionSecretParams defines parameters for RotateSubscriptionSecret.
+type RotateSubscriptionSecretParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
 // ListWebProvidersParams defines parameters for ListWebProviders.
 type ListWebProvidersParams struct {
 	// Limit Page size.
@@ -2234,11 +2751,23 @@ type CreateEnvironmentProviderJSONRequestBody = CreateProviderRequest
 // UpdateEnvironmentProviderJSONRequestBody defines body for UpdateEnvironmentProvider for application/json ContentType.
 type UpdateEnvironmentProviderJSONRequestBody = UpdateProviderRequest
 
+// CreateEnvironmentTemplateJSONRequestBody defines body for CreateEnvironmentTemplate for application/json ContentType.
+type CreateEnvironmentTemplateJSONRequestBody = CreateEnvironmentTemplateRequest
+
+// UpdateEnvironmentTemplateJSONRequestBody defines body for UpdateEnvironmentTemplate for application/json ContentType.
+type UpdateEnvironmentTemplateJSONRequestBody = UpdateEnvironmentTemplateRequest
+
 // AcceptInvitationJSONRequestBody defines body for AcceptInvitation for application/json ContentType.
 type AcceptInvitationJSONRequestBody = AcceptInvitationRequest
 
 // UpdateMemberJSONRequestBody defines body for UpdateMember for application/json ContentType.
 type UpdateMemberJSONRequestBody = UpdateMemberRequest
+
+// CreateMemoryJSONRequestBody defines body for CreateMemory for application/json ContentType.
+type CreateMemoryJSONRequestBody = CreateMemoryRequest
+
+// UpdateMemoryJSONRequestBody defines body for UpdateMemory for application/json ContentType.
+type UpdateMemoryJSONRequestBody = UpdateMemoryRequest
 
 // CreateMemoryProviderJSONRequestBody defines body for CreateMemoryProvider for application/json ContentType.
 type CreateMemoryProviderJSONRequestBody = CreateProviderRequest
@@ -2269,6 +2798,12 @@ type UpdateSkillJSONRequestBody = UpdateSkillRequest
 
 // PublishSkillRevisionJSONRequestBody defines body for PublishSkillRevision for application/json ContentType.
 type PublishSkillRevisionJSONRequestBody = PublishSkillRevisionRequest
+
+// CreateSubscriptionJSONRequestBody defines body for CreateSubscription for application/json ContentType.
+type CreateSubscriptionJSONRequestBody = CreateSubscriptionRequest
+
+// UpdateSubscriptionJSONRequestBody defines body for UpdateSubscription for application/json ContentType.
+type UpdateSubscriptionJSONRequestBody = UpdateSubscriptionRequest
 
 // CreateWebProviderJSONRequestBody defines body for CreateWebProvider for application/json ContentType.
 type CreateWebProviderJSONRequestBody = CreateProviderRequest
@@ -2377,6 +2912,27 @@ type ServerInterface interface {
 	// TestEnvironmentProvider Test a environment provider
 	// (POST /api/v1/environment-providers/{provider_id}/test)
 	TestEnvironmentProvider(ctx echo.Context, providerId ProviderId) error
+	// ListEnvironmentTemplates List the environment templates of the key's workspace
+	// (GET /api/v1/environment-templates)
+	ListEnvironmentTemplates(ctx echo.Context, params ListEnvironmentTemplatesParams) error
+	// CreateEnvironmentTemplate Create an environment template
+	// (POST /api/v1/environment-templates)
+	CreateEnvironmentTemplate(ctx echo.Context, params CreateEnvironmentTemplateParams) error
+	// GetEnvironmentTemplate Read an environment template
+	// (GET /api/v1/environment-templates/{environment_template_id})
+	GetEnvironmentTemplate(ctx echo.Context, environmentTemplateId string) error
+	// UpdateEnvironmentTemplate Change an environment template
+	// (PATCH /api/v1/environment-templates/{environment_template_id})
+	UpdateEnvironmentTemplate(ctx echo.Context, environmentTemplateId string, params UpdateEnvironmentTemplateParams) error
+	// ListEnvironments List the environments of the key's workspace
+	// (GET /api/v1/environments)
+	ListEnvironments(ctx echo.Context, params ListEnvironmentsParams) error
+	// DeleteEnvironment Delete an environment
+	// (DELETE /api/v1/environments/{environment_id})
+	DeleteEnvironment(ctx echo.Context, environmentId string, params DeleteEnvironmentParams) error
+	// GetEnvironment Read an environment
+	// (GET /api/v1/environments/{environment_id})
+	GetEnvironment(ctx echo.Context, environmentId string) error
 	// AcceptInvitation Accept an invitation with its token
 	// (POST /api/v1/invitations/accept)
 	AcceptInvitation(ctx echo.Context) error
@@ -2398,6 +2954,21 @@ type ServerInterface interface {
 	// UpdateMember Change a member's role
 	// (PATCH /api/v1/members/{principal_id})
 	UpdateMember(ctx echo.Context, principalId PrincipalId, params UpdateMemberParams) error
+	// ListMemories List the memories of the key's workspace
+	// (GET /api/v1/memories)
+	ListMemories(ctx echo.Context, params ListMemoriesParams) error
+	// CreateMemory Create a memory
+	// (POST /api/v1/memories)
+	CreateMemory(ctx echo.Context, params CreateMemoryParams) error
+	// DeleteMemory Delete a memory and its records
+	// (DELETE /api/v1/memories/{memory_id})
+	DeleteMemory(ctx echo.Context, memoryId string, params DeleteMemoryParams) error
+	// GetMemory Read a memory
+	// (GET /api/v1/memories/{memory_id})
+	GetMemory(ctx echo.Context, memoryId string) error
+	// UpdateMemory Rename or re-describe a memory
+	// (PATCH /api/v1/memories/{memory_id})
+	UpdateMemory(ctx echo.Context, memoryId string, params UpdateMemoryParams) error
 	// ListMemoryProviders List the memory providers of the key's workspace
 	// (GET /api/v1/memory-providers)
 	ListMemoryProviders(ctx echo.Context, params ListMemoryProvidersParams) error
@@ -2476,6 +3047,24 @@ type ServerInterface interface {
 	// UnarchiveSkill Make an archived skill active again
 	// (POST /api/v1/skills/{skill_id}/unarchive)
 	UnarchiveSkill(ctx echo.Context, skillId SkillId, params UnarchiveSkillParams) error
+	// ListSubscriptions List the webhook subscriptions of the key's workspace
+	// (GET /api/v1/subscriptions)
+	ListSubscriptions(ctx echo.Context, params ListSubscriptionsParams) error
+	// CreateSubscription Subscribe an endpoint to webhook events
+	// (POST /api/v1/subscriptions)
+	CreateSubscription(ctx echo.Context, params CreateSubscriptionParams) error
+	// DeleteSubscription Delete a webhook subscription
+	// (DELETE /api/v1/subscriptions/{subscription_id})
+	DeleteSubscription(ctx echo.Context, subscriptionId string, params DeleteSubscriptionParams) error
+	// GetSubscription Read a webhook subscription
+	// (GET /api/v1/subscriptions/{subscription_id})
+	GetSubscription(ctx echo.Context, subscriptionId string) error
+	// UpdateSubscription Change a webhook subscription
+	// (PATCH /api/v1/subscriptions/{subscription_id})
+	UpdateSubscription(ctx echo.Context, subscriptionId string, params UpdateSubscriptionParams) error
+	// RotateSubscriptionSecret Replace a subscription's signing secret
+	// (POST /api/v1/subscriptions/{subscription_id}/rotate-secret)
+	RotateSubscriptionSecret(ctx echo.Context, subscriptionId string, params RotateSubscriptionSecretParams) error
 	// ListWebProviders List the web providers of the key's workspace
 	// (GET /api/v1/web-providers)
 	ListWebProviders(ctx echo.Context, params ListWebProvidersParams) error
@@ -3366,6 +3955,217 @@ func (w *ServerInterfaceWrapper) TestEnvironmentProvider(ctx echo.Context) error
 	return err
 }
 
+// ListEnvironmentTemplates converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEnvironmentTemplates(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEnvironmentTemplatesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "label" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "label", ctx.QueryParams(), &params.Label, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter label: %s", err))
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "archived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "archived", ctx.QueryParams(), &params.Archived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter archived: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEnvironmentTemplates(ctx, params)
+	return err
+}
+
+// CreateEnvironmentTemplate converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateEnvironmentTemplate(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateEnvironmentTemplateParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateEnvironmentTemplate(ctx, params)
+	return err
+}
+
+// GetEnvironmentTemplate converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEnvironmentTemplate(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "environment_template_id" -------------
+	var environmentTemplateId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "environment_template_id", ctx.Param("environment_template_id"), &environmentTemplateId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter environment_template_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEnvironmentTemplate(ctx, environmentTemplateId)
+	return err
+}
+
+// UpdateEnvironmentTemplate converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateEnvironmentTemplate(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "environment_template_id" -------------
+	var environmentTemplateId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "environment_template_id", ctx.Param("environment_template_id"), &environmentTemplateId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter environment_template_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateEnvironmentTemplateParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateEnvironmentTemplate(ctx, environmentTemplateId, params)
+	return err
+}
+
+// ListEnvironments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEnvironments(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEnvironmentsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "template_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "template_id", ctx.QueryParams(), &params.TemplateId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter template_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEnvironments(ctx, params)
+	return err
+}
+
+// DeleteEnvironment converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteEnvironment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "environment_id" -------------
+	var environmentId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "environment_id", ctx.Param("environment_id"), &environmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter environment_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteEnvironmentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteEnvironment(ctx, environmentId, params)
+	return err
+}
+
+// GetEnvironment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEnvironment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "environment_id" -------------
+	var environmentId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "environment_id", ctx.Param("environment_id"), &environmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter environment_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEnvironment(ctx, environmentId)
+	return err
+}
+
 // AcceptInvitation converts echo context to params.
 func (w *ServerInterfaceWrapper) AcceptInvitation(ctx echo.Context) error {
 	var err error
@@ -3530,6 +4330,148 @@ func (w *ServerInterfaceWrapper) UpdateMember(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateMember(ctx, principalId, params)
+	return err
+}
+
+// ListMemories converts echo context to params.
+func (w *ServerInterfaceWrapper) ListMemories(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMemoriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListMemories(ctx, params)
+	return err
+}
+
+// CreateMemory converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateMemory(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateMemoryParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateMemory(ctx, params)
+	return err
+}
+
+// DeleteMemory converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteMemory(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "memory_id" -------------
+	var memoryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memory_id", ctx.Param("memory_id"), &memoryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter memory_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteMemoryParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteMemory(ctx, memoryId, params)
+	return err
+}
+
+// GetMemory converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMemory(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "memory_id" -------------
+	var memoryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memory_id", ctx.Param("memory_id"), &memoryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter memory_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMemory(ctx, memoryId)
+	return err
+}
+
+// UpdateMemory converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateMemory(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "memory_id" -------------
+	var memoryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memory_id", ctx.Param("memory_id"), &memoryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter memory_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateMemoryParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateMemory(ctx, memoryId, params)
 	return err
 }
 
@@ -4258,6 +5200,184 @@ func (w *ServerInterfaceWrapper) UnarchiveSkill(ctx echo.Context) error {
 	return err
 }
 
+// ListSubscriptions converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSubscriptions(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSubscriptionsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSubscriptions(ctx, params)
+	return err
+}
+
+// CreateSubscription converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateSubscription(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateSubscriptionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateSubscription(ctx, params)
+	return err
+}
+
+// DeleteSubscription converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteSubscription(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscription_id" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscription_id", ctx.Param("subscription_id"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscription_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteSubscriptionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteSubscription(ctx, subscriptionId, params)
+	return err
+}
+
+// GetSubscription converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSubscription(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscription_id" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscription_id", ctx.Param("subscription_id"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscription_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSubscription(ctx, subscriptionId)
+	return err
+}
+
+// UpdateSubscription converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateSubscription(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscription_id" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscription_id", ctx.Param("subscription_id"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscription_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateSubscriptionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateSubscription(ctx, subscriptionId, params)
+	return err
+}
+
+// RotateSubscriptionSecret converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateSubscriptionSecret(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscription_id" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscription_id", ctx.Param("subscription_id"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscription_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RotateSubscriptionSecretParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateSubscriptionSecret(ctx, subscriptionId, params)
+	return err
+}
+
 // ListWebProviders converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebProviders(ctx echo.Context) error {
 	var err error
@@ -4695,6 +5815,24 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/connections/:connection_id/revoke", wrapper.RevokeConnection, options.OperationMiddlewares["revokeConnection"]...)
 	router.POST(options.BaseURL+"/api/v1/connections/:connection_id/authorizations", wrapper.AuthorizeConnection, options.OperationMiddlewares["authorizeConnection"]...)
 	router.GET(options.BaseURL+"/api/v1/connection-operations/:operation_id", wrapper.GetConnectionOperation, options.OperationMiddlewares["getConnectionOperation"]...)
+	router.GET(options.BaseURL+"/api/v1/environment-templates", wrapper.ListEnvironmentTemplates, options.OperationMiddlewares["listEnvironmentTemplates"]...)
+	router.POST(options.BaseURL+"/api/v1/environment-templates", wrapper.CreateEnvironmentTemplate, options.OperationMiddlewares["createEnvironmentTemplate"]...)
+	router.GET(options.BaseURL+"/api/v1/environment-templates/:environment_template_id", wrapper.GetEnvironmentTemplate, options.OperationMiddlewares["getEnvironmentTemplate"]...)
+	router.PATCH(options.BaseURL+"/api/v1/environment-templates/:environment_template_id", wrapper.UpdateEnvironmentTemplate, options.OperationMiddlewares["updateEnvironmentTemplate"]...)
+	router.GET(options.BaseURL+"/api/v1/environments", wrapper.ListEnvironments, options.OperationMiddlewares["listEnvironments"]...)
+	router.DELETE(options.BaseURL+"/api/v1/environments/:environment_id", wrapper.DeleteEnvironment, options.OperationMiddlewares["deleteEnvironment"]...)
+	router.GET(options.BaseURL+"/api/v1/environments/:environment_id", wrapper.GetEnvironment, options.OperationMiddlewares["getEnvironment"]...)
+	router.GET(options.BaseURL+"/api/v1/memories", wrapper.ListMemories, options.OperationMiddlewares["listMemories"]...)
+	router.POST(options.BaseURL+"/api/v1/memories", wrapper.CreateMemory, options.OperationMiddlewares["createMemory"]...)
+	router.DELETE(options.BaseURL+"/api/v1/memories/:memory_id", wrapper.DeleteMemory, options.OperationMiddlewares["deleteMemory"]...)
+	router.GET(options.BaseURL+"/api/v1/memories/:memory_id", wrapper.GetMemory, options.OperationMiddlewares["getMemory"]...)
+	router.PATCH(options.BaseURL+"/api/v1/memories/:memory_id", wrapper.UpdateMemory, options.OperationMiddlewares["updateMemory"]...)
+	router.GET(options.BaseURL+"/api/v1/subscriptions", wrapper.ListSubscriptions, options.OperationMiddlewares["listSubscriptions"]...)
+	router.POST(options.BaseURL+"/api/v1/subscriptions", wrapper.CreateSubscription, options.OperationMiddlewares["createSubscription"]...)
+	router.DELETE(options.BaseURL+"/api/v1/subscriptions/:subscription_id", wrapper.DeleteSubscription, options.OperationMiddlewares["deleteSubscription"]...)
+	router.GET(options.BaseURL+"/api/v1/subscriptions/:subscription_id", wrapper.GetSubscription, options.OperationMiddlewares["getSubscription"]...)
+	router.PATCH(options.BaseURL+"/api/v1/subscriptions/:subscription_id", wrapper.UpdateSubscription, options.OperationMiddlewares["updateSubscription"]...)
+	router.POST(options.BaseURL+"/api/v1/subscriptions/:subscription_id/rotate-secret", wrapper.RotateSubscriptionSecret, options.OperationMiddlewares["rotateSubscriptionSecret"]...)
 
 }
 
@@ -9559,6 +10697,1085 @@ func (response TestEnvironmentProvider503JSONResponse) VisitTestEnvironmentProvi
 	return err
 }
 
+type ListEnvironmentTemplatesRequestObject struct {
+	Params ListEnvironmentTemplatesParams
+}
+
+type ListEnvironmentTemplatesResponseObject interface {
+	VisitListEnvironmentTemplatesResponse(w http.ResponseWriter) error
+}
+
+type ListEnvironmentTemplates200JSONResponse EnvironmentTemplatePage
+
+func (response ListEnvironmentTemplates200JSONResponse) VisitListEnvironmentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironmentTemplates400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListEnvironmentTemplates400JSONResponse) VisitListEnvironmentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironmentTemplates401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListEnvironmentTemplates401JSONResponse) VisitListEnvironmentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironmentTemplates403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListEnvironmentTemplates403JSONResponse) VisitListEnvironmentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironmentTemplates406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListEnvironmentTemplates406JSONResponse) VisitListEnvironmentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironmentTemplates429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListEnvironmentTemplates429JSONResponse) VisitListEnvironmentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironmentTemplates500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListEnvironmentTemplates500JSONResponse) VisitListEnvironmentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironmentTemplates503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListEnvironmentTemplates503JSONResponse) VisitListEnvironmentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplateRequestObject struct {
+	Params CreateEnvironmentTemplateParams
+	Body   *CreateEnvironmentTemplateJSONRequestBody
+}
+
+type CreateEnvironmentTemplateResponseObject interface {
+	VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error
+}
+
+type CreateEnvironmentTemplate201ResponseHeaders struct {
+	ETag     *string
+	Location *string
+}
+
+type CreateEnvironmentTemplate201JSONResponse struct {
+	Body    EnvironmentTemplate
+	Headers CreateEnvironmentTemplate201ResponseHeaders
+}
+
+func (response CreateEnvironmentTemplate201JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateEnvironmentTemplate400JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateEnvironmentTemplate401JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response CreateEnvironmentTemplate403JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateEnvironmentTemplate404JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response CreateEnvironmentTemplate406JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateEnvironmentTemplate409JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateEnvironmentTemplate413JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateEnvironmentTemplate415JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response CreateEnvironmentTemplate429JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateEnvironmentTemplate500JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEnvironmentTemplate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateEnvironmentTemplate503JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironmentTemplateRequestObject struct {
+	EnvironmentTemplateId string `json:"environment_template_id"`
+}
+
+type GetEnvironmentTemplateResponseObject interface {
+	VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error
+}
+
+type GetEnvironmentTemplate200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetEnvironmentTemplate200JSONResponse struct {
+	Body    EnvironmentTemplate
+	Headers GetEnvironmentTemplate200ResponseHeaders
+}
+
+func (response GetEnvironmentTemplate200JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironmentTemplate401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetEnvironmentTemplate401JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironmentTemplate403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetEnvironmentTemplate403JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironmentTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEnvironmentTemplate404JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironmentTemplate406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetEnvironmentTemplate406JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironmentTemplate429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetEnvironmentTemplate429JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironmentTemplate500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetEnvironmentTemplate500JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironmentTemplate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetEnvironmentTemplate503JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplateRequestObject struct {
+	EnvironmentTemplateId string `json:"environment_template_id"`
+	Params                UpdateEnvironmentTemplateParams
+	Body                  *UpdateEnvironmentTemplateJSONRequestBody
+}
+
+type UpdateEnvironmentTemplateResponseObject interface {
+	VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error
+}
+
+type UpdateEnvironmentTemplate200ResponseHeaders struct {
+	ETag *string
+}
+
+type UpdateEnvironmentTemplate200JSONResponse struct {
+	Body    EnvironmentTemplate
+	Headers UpdateEnvironmentTemplate200ResponseHeaders
+}
+
+func (response UpdateEnvironmentTemplate200JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateEnvironmentTemplate400JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateEnvironmentTemplate401JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response UpdateEnvironmentTemplate403JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateEnvironmentTemplate404JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response UpdateEnvironmentTemplate406JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateEnvironmentTemplate409JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response UpdateEnvironmentTemplate412JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateEnvironmentTemplate413JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateEnvironmentTemplate415JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response UpdateEnvironmentTemplate428JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UpdateEnvironmentTemplate429JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateEnvironmentTemplate500JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UpdateEnvironmentTemplate503JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironmentsRequestObject struct {
+	Params ListEnvironmentsParams
+}
+
+type ListEnvironmentsResponseObject interface {
+	VisitListEnvironmentsResponse(w http.ResponseWriter) error
+}
+
+type ListEnvironments200JSONResponse EnvironmentPage
+
+func (response ListEnvironments200JSONResponse) VisitListEnvironmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironments400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListEnvironments400JSONResponse) VisitListEnvironmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironments401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListEnvironments401JSONResponse) VisitListEnvironmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironments403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListEnvironments403JSONResponse) VisitListEnvironmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironments406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListEnvironments406JSONResponse) VisitListEnvironmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironments429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListEnvironments429JSONResponse) VisitListEnvironmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironments500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListEnvironments500JSONResponse) VisitListEnvironmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEnvironments503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListEnvironments503JSONResponse) VisitListEnvironmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteEnvironmentRequestObject struct {
+	EnvironmentId string `json:"environment_id"`
+	Params        DeleteEnvironmentParams
+}
+
+type DeleteEnvironmentResponseObject interface {
+	VisitDeleteEnvironmentResponse(w http.ResponseWriter) error
+}
+
+type DeleteEnvironment204Response struct {
+}
+
+func (response DeleteEnvironment204Response) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteEnvironment401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DeleteEnvironment401JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteEnvironment403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response DeleteEnvironment403JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteEnvironment404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteEnvironment404JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteEnvironment406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response DeleteEnvironment406JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteEnvironment412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response DeleteEnvironment412JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteEnvironment428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response DeleteEnvironment428JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteEnvironment429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response DeleteEnvironment429JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteEnvironment500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteEnvironment500JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteEnvironment503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DeleteEnvironment503JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironmentRequestObject struct {
+	EnvironmentId string `json:"environment_id"`
+}
+
+type GetEnvironmentResponseObject interface {
+	VisitGetEnvironmentResponse(w http.ResponseWriter) error
+}
+
+type GetEnvironment200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetEnvironment200JSONResponse struct {
+	Body    Environment
+	Headers GetEnvironment200ResponseHeaders
+}
+
+func (response GetEnvironment200JSONResponse) VisitGetEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironment401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetEnvironment401JSONResponse) VisitGetEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironment403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetEnvironment403JSONResponse) VisitGetEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironment404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEnvironment404JSONResponse) VisitGetEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironment406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetEnvironment406JSONResponse) VisitGetEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironment429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetEnvironment429JSONResponse) VisitGetEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironment500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetEnvironment500JSONResponse) VisitGetEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironment503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetEnvironment503JSONResponse) VisitGetEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AcceptInvitationRequestObject struct {
 	Body *AcceptInvitationJSONRequestBody
 }
@@ -10600,6 +12817,815 @@ func (response UpdateMember500JSONResponse) VisitUpdateMemberResponse(w http.Res
 type UpdateMember503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response UpdateMember503JSONResponse) VisitUpdateMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoriesRequestObject struct {
+	Params ListMemoriesParams
+}
+
+type ListMemoriesResponseObject interface {
+	VisitListMemoriesResponse(w http.ResponseWriter) error
+}
+
+type ListMemories200JSONResponse MemoryPage
+
+func (response ListMemories200JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListMemories400JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListMemories401JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListMemories403JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListMemories406JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListMemories429JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListMemories500JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListMemories503JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemoryRequestObject struct {
+	Params CreateMemoryParams
+	Body   *CreateMemoryJSONRequestBody
+}
+
+type CreateMemoryResponseObject interface {
+	VisitCreateMemoryResponse(w http.ResponseWriter) error
+}
+
+type CreateMemory201ResponseHeaders struct {
+	ETag     *string
+	Location *string
+}
+
+type CreateMemory201JSONResponse struct {
+	Body    Memory
+	Headers CreateMemory201ResponseHeaders
+}
+
+func (response CreateMemory201JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateMemory400JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateMemory401JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response CreateMemory403JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateMemory404JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response CreateMemory406JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateMemory409JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateMemory413JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateMemory415JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response CreateMemory429JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateMemory500JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateMemory503JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemoryRequestObject struct {
+	MemoryId string `json:"memory_id"`
+	Params   DeleteMemoryParams
+}
+
+type DeleteMemoryResponseObject interface {
+	VisitDeleteMemoryResponse(w http.ResponseWriter) error
+}
+
+type DeleteMemory204Response struct {
+}
+
+func (response DeleteMemory204Response) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteMemory401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DeleteMemory401JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response DeleteMemory403JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteMemory404JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response DeleteMemory406JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response DeleteMemory412JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response DeleteMemory428JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response DeleteMemory429JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteMemory500JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DeleteMemory503JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRequestObject struct {
+	MemoryId string `json:"memory_id"`
+}
+
+type GetMemoryResponseObject interface {
+	VisitGetMemoryResponse(w http.ResponseWriter) error
+}
+
+type GetMemory200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetMemory200JSONResponse struct {
+	Body    Memory
+	Headers GetMemory200ResponseHeaders
+}
+
+func (response GetMemory200JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetMemory401JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetMemory403JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetMemory404JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetMemory406JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetMemory429JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetMemory500JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetMemory503JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemoryRequestObject struct {
+	MemoryId string `json:"memory_id"`
+	Params   UpdateMemoryParams
+	Body     *UpdateMemoryJSONRequestBody
+}
+
+type UpdateMemoryResponseObject interface {
+	VisitUpdateMemoryResponse(w http.ResponseWriter) error
+}
+
+type UpdateMemory200ResponseHeaders struct {
+	ETag *string
+}
+
+type UpdateMemory200JSONResponse struct {
+	Body    Memory
+	Headers UpdateMemory200ResponseHeaders
+}
+
+func (response UpdateMemory200JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateMemory400JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateMemory401JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response UpdateMemory403JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateMemory404JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response UpdateMemory406JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response UpdateMemory412JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateMemory413JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateMemory415JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response UpdateMemory428JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UpdateMemory429JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateMemory500JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UpdateMemory503JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -14798,6 +17824,965 @@ func (response UnarchiveSkill503JSONResponse) VisitUnarchiveSkillResponse(w http
 	return err
 }
 
+type ListSubscriptionsRequestObject struct {
+	Params ListSubscriptionsParams
+}
+
+type ListSubscriptionsResponseObject interface {
+	VisitListSubscriptionsResponse(w http.ResponseWriter) error
+}
+
+type ListSubscriptions200JSONResponse SubscriptionPage
+
+func (response ListSubscriptions200JSONResponse) VisitListSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListSubscriptions400JSONResponse) VisitListSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptions401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListSubscriptions401JSONResponse) VisitListSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptions403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListSubscriptions403JSONResponse) VisitListSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptions406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListSubscriptions406JSONResponse) VisitListSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptions429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListSubscriptions429JSONResponse) VisitListSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptions500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListSubscriptions500JSONResponse) VisitListSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptions503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListSubscriptions503JSONResponse) VisitListSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscriptionRequestObject struct {
+	Params CreateSubscriptionParams
+	Body   *CreateSubscriptionJSONRequestBody
+}
+
+type CreateSubscriptionResponseObject interface {
+	VisitCreateSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type CreateSubscription201ResponseHeaders struct {
+	ETag     *string
+	Location *string
+}
+
+type CreateSubscription201JSONResponse struct {
+	Body    SubscriptionWithSecret
+	Headers CreateSubscription201ResponseHeaders
+}
+
+func (response CreateSubscription201JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateSubscription400JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateSubscription401JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response CreateSubscription403JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response CreateSubscription406JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateSubscription409JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateSubscription413JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateSubscription415JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response CreateSubscription429JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateSubscription500JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSubscription503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateSubscription503JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSubscriptionRequestObject struct {
+	SubscriptionId string `json:"subscription_id"`
+	Params         DeleteSubscriptionParams
+}
+
+type DeleteSubscriptionResponseObject interface {
+	VisitDeleteSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type DeleteSubscription204Response struct {
+}
+
+func (response DeleteSubscription204Response) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteSubscription401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DeleteSubscription401JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSubscription403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response DeleteSubscription403JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteSubscription404JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSubscription406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response DeleteSubscription406JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSubscription412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response DeleteSubscription412JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSubscription428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response DeleteSubscription428JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSubscription429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response DeleteSubscription429JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSubscription500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteSubscription500JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSubscription503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DeleteSubscription503JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubscriptionRequestObject struct {
+	SubscriptionId string `json:"subscription_id"`
+}
+
+type GetSubscriptionResponseObject interface {
+	VisitGetSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type GetSubscription200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetSubscription200JSONResponse struct {
+	Body    Subscription
+	Headers GetSubscription200ResponseHeaders
+}
+
+func (response GetSubscription200JSONResponse) VisitGetSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubscription401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetSubscription401JSONResponse) VisitGetSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubscription403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetSubscription403JSONResponse) VisitGetSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetSubscription404JSONResponse) VisitGetSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubscription406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetSubscription406JSONResponse) VisitGetSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubscription429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetSubscription429JSONResponse) VisitGetSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubscription500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetSubscription500JSONResponse) VisitGetSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubscription503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetSubscription503JSONResponse) VisitGetSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscriptionRequestObject struct {
+	SubscriptionId string `json:"subscription_id"`
+	Params         UpdateSubscriptionParams
+	Body           *UpdateSubscriptionJSONRequestBody
+}
+
+type UpdateSubscriptionResponseObject interface {
+	VisitUpdateSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type UpdateSubscription200ResponseHeaders struct {
+	ETag *string
+}
+
+type UpdateSubscription200JSONResponse struct {
+	Body    Subscription
+	Headers UpdateSubscription200ResponseHeaders
+}
+
+func (response UpdateSubscription200JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateSubscription400JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateSubscription401JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response UpdateSubscription403JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateSubscription404JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response UpdateSubscription406JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response UpdateSubscription412JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateSubscription413JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateSubscription415JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response UpdateSubscription428JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UpdateSubscription429JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateSubscription500JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UpdateSubscription503JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecretRequestObject struct {
+	SubscriptionId string `json:"subscription_id"`
+	Params         RotateSubscriptionSecretParams
+}
+
+type RotateSubscriptionSecretResponseObject interface {
+	VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error
+}
+
+type RotateSubscriptionSecret200ResponseHeaders struct {
+	ETag *string
+}
+
+type RotateSubscriptionSecret200JSONResponse struct {
+	Body    SubscriptionWithSecret
+	Headers RotateSubscriptionSecret200ResponseHeaders
+}
+
+func (response RotateSubscriptionSecret200JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecret401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response RotateSubscriptionSecret401JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecret403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response RotateSubscriptionSecret403JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecret404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RotateSubscriptionSecret404JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecret406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response RotateSubscriptionSecret406JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecret412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response RotateSubscriptionSecret412JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecret428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response RotateSubscriptionSecret428JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecret429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response RotateSubscriptionSecret429JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecret500JSONResponse struct{ InternalJSONResponse }
+
+func (response RotateSubscriptionSecret500JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSubscriptionSecret503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response RotateSubscriptionSecret503JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebProvidersRequestObject struct {
 	Params ListWebProvidersParams
 }
@@ -16726,6 +20711,27 @@ type StrictServerInterface interface {
 	// TestEnvironmentProvider Test a environment provider
 	// (POST /api/v1/environment-providers/{provider_id}/test)
 	TestEnvironmentProvider(ctx context.Context, request TestEnvironmentProviderRequestObject) (TestEnvironmentProviderResponseObject, error)
+	// ListEnvironmentTemplates List the environment templates of the key's workspace
+	// (GET /api/v1/environment-templates)
+	ListEnvironmentTemplates(ctx context.Context, request ListEnvironmentTemplatesRequestObject) (ListEnvironmentTemplatesResponseObject, error)
+	// CreateEnvironmentTemplate Create an environment template
+	// (POST /api/v1/environment-templates)
+	CreateEnvironmentTemplate(ctx context.Context, request CreateEnvironmentTemplateRequestObject) (CreateEnvironmentTemplateResponseObject, error)
+	// GetEnvironmentTemplate Read an environment template
+	// (GET /api/v1/environment-templates/{environment_template_id})
+	GetEnvironmentTemplate(ctx context.Context, request GetEnvironmentTemplateRequestObject) (GetEnvironmentTemplateResponseObject, error)
+	// UpdateEnvironmentTemplate Change an environment template
+	// (PATCH /api/v1/environment-templates/{environment_template_id})
+	UpdateEnvironmentTemplate(ctx context.Context, request UpdateEnvironmentTemplateRequestObject) (UpdateEnvironmentTemplateResponseObject, error)
+	// ListEnvironments List the environments of the key's workspace
+	// (GET /api/v1/environments)
+	ListEnvironments(ctx context.Context, request ListEnvironmentsRequestObject) (ListEnvironmentsResponseObject, error)
+	// DeleteEnvironment Delete an environment
+	// (DELETE /api/v1/environments/{environment_id})
+	DeleteEnvironment(ctx context.Context, request DeleteEnvironmentRequestObject) (DeleteEnvironmentResponseObject, error)
+	// GetEnvironment Read an environment
+	// (GET /api/v1/environments/{environment_id})
+	GetEnvironment(ctx context.Context, request GetEnvironmentRequestObject) (GetEnvironmentResponseObject, error)
 	// AcceptInvitation Accept an invitation with its token
 	// (POST /api/v1/invitations/accept)
 	AcceptInvitation(ctx context.Context, request AcceptInvitationRequestObject) (AcceptInvitationResponseObject, error)
@@ -16747,6 +20753,21 @@ type StrictServerInterface interface {
 	// UpdateMember Change a member's role
 	// (PATCH /api/v1/members/{principal_id})
 	UpdateMember(ctx context.Context, request UpdateMemberRequestObject) (UpdateMemberResponseObject, error)
+	// ListMemories List the memories of the key's workspace
+	// (GET /api/v1/memories)
+	ListMemories(ctx context.Context, request ListMemoriesRequestObject) (ListMemoriesResponseObject, error)
+	// CreateMemory Create a memory
+	// (POST /api/v1/memories)
+	CreateMemory(ctx context.Context, request CreateMemoryRequestObject) (CreateMemoryResponseObject, error)
+	// DeleteMemory Delete a memory and its records
+	// (DELETE /api/v1/memories/{memory_id})
+	DeleteMemory(ctx context.Context, request DeleteMemoryRequestObject) (DeleteMemoryResponseObject, error)
+	// GetMemory Read a memory
+	// (GET /api/v1/memories/{memory_id})
+	GetMemory(ctx context.Context, request GetMemoryRequestObject) (GetMemoryResponseObject, error)
+	// UpdateMemory Rename or re-describe a memory
+	// (PATCH /api/v1/memories/{memory_id})
+	UpdateMemory(ctx context.Context, request UpdateMemoryRequestObject) (UpdateMemoryResponseObject, error)
 	// ListMemoryProviders List the memory providers of the key's workspace
 	// (GET /api/v1/memory-providers)
 	ListMemoryProviders(ctx context.Context, request ListMemoryProvidersRequestObject) (ListMemoryProvidersResponseObject, error)
@@ -16825,6 +20846,24 @@ type StrictServerInterface interface {
 	// UnarchiveSkill Make an archived skill active again
 	// (POST /api/v1/skills/{skill_id}/unarchive)
 	UnarchiveSkill(ctx context.Context, request UnarchiveSkillRequestObject) (UnarchiveSkillResponseObject, error)
+	// ListSubscriptions List the webhook subscriptions of the key's workspace
+	// (GET /api/v1/subscriptions)
+	ListSubscriptions(ctx context.Context, request ListSubscriptionsRequestObject) (ListSubscriptionsResponseObject, error)
+	// CreateSubscription Subscribe an endpoint to webhook events
+	// (POST /api/v1/subscriptions)
+	CreateSubscription(ctx context.Context, request CreateSubscriptionRequestObject) (CreateSubscriptionResponseObject, error)
+	// DeleteSubscription Delete a webhook subscription
+	// (DELETE /api/v1/subscriptions/{subscription_id})
+	DeleteSubscription(ctx context.Context, request DeleteSubscriptionRequestObject) (DeleteSubscriptionResponseObject, error)
+	// GetSubscription Read a webhook subscription
+	// (GET /api/v1/subscriptions/{subscription_id})
+	GetSubscription(ctx context.Context, request GetSubscriptionRequestObject) (GetSubscriptionResponseObject, error)
+	// UpdateSubscription Change a webhook subscription
+	// (PATCH /api/v1/subscriptions/{subscription_id})
+	UpdateSubscription(ctx context.Context, request UpdateSubscriptionRequestObject) (UpdateSubscriptionResponseObject, error)
+	// RotateSubscriptionSecret Replace a subscription's signing secret
+	// (POST /api/v1/subscriptions/{subscription_id}/rotate-secret)
+	RotateSubscriptionSecret(ctx context.Context, request RotateSubscriptionSecretRequestObject) (RotateSubscriptionSecretResponseObject, error)
 	// ListWebProviders List the web providers of the key's workspace
 	// (GET /api/v1/web-providers)
 	ListWebProviders(ctx context.Context, request ListWebProvidersRequestObject) (ListWebProvidersResponseObject, error)
@@ -17870,6 +21909,229 @@ func (sh *strictHandler) TestEnvironmentProvider(ctx echo.Context, providerId Pr
 	return nil
 }
 
+// ListEnvironmentTemplates operation middleware
+func (sh *strictHandler) ListEnvironmentTemplates(ctx echo.Context, params ListEnvironmentTemplatesParams) error {
+	var request ListEnvironmentTemplatesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEnvironmentTemplates(ctx.Request().Context(), request.(ListEnvironmentTemplatesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEnvironmentTemplates")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEnvironmentTemplatesResponseObject); ok {
+		return validResponse.VisitListEnvironmentTemplatesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateEnvironmentTemplate operation middleware
+func (sh *strictHandler) CreateEnvironmentTemplate(ctx echo.Context, params CreateEnvironmentTemplateParams) error {
+	var request CreateEnvironmentTemplateRequestObject
+
+	request.Params = params
+
+	var body CreateEnvironmentTemplateJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateEnvironmentTemplate(ctx.Request().Context(), request.(CreateEnvironmentTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateEnvironmentTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateEnvironmentTemplateResponseObject); ok {
+		return validResponse.VisitCreateEnvironmentTemplateResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetEnvironmentTemplate operation middleware
+func (sh *strictHandler) GetEnvironmentTemplate(ctx echo.Context, environmentTemplateId string) error {
+	var request GetEnvironmentTemplateRequestObject
+
+	request.EnvironmentTemplateId = environmentTemplateId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEnvironmentTemplate(ctx.Request().Context(), request.(GetEnvironmentTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEnvironmentTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEnvironmentTemplateResponseObject); ok {
+		return validResponse.VisitGetEnvironmentTemplateResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateEnvironmentTemplate operation middleware
+func (sh *strictHandler) UpdateEnvironmentTemplate(ctx echo.Context, environmentTemplateId string, params UpdateEnvironmentTemplateParams) error {
+	var request UpdateEnvironmentTemplateRequestObject
+
+	request.EnvironmentTemplateId = environmentTemplateId
+	request.Params = params
+
+	var body UpdateEnvironmentTemplateJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateEnvironmentTemplate(ctx.Request().Context(), request.(UpdateEnvironmentTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateEnvironmentTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateEnvironmentTemplateResponseObject); ok {
+		return validResponse.VisitUpdateEnvironmentTemplateResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEnvironments operation middleware
+func (sh *strictHandler) ListEnvironments(ctx echo.Context, params ListEnvironmentsParams) error {
+	var request ListEnvironmentsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEnvironments(ctx.Request().Context(), request.(ListEnvironmentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEnvironments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEnvironmentsResponseObject); ok {
+		return validResponse.VisitListEnvironmentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteEnvironment operation middleware
+func (sh *strictHandler) DeleteEnvironment(ctx echo.Context, environmentId string, params DeleteEnvironmentParams) error {
+	var request DeleteEnvironmentRequestObject
+
+	request.EnvironmentId = environmentId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteEnvironment(ctx.Request().Context(), request.(DeleteEnvironmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteEnvironment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteEnvironmentResponseObject); ok {
+		return validResponse.VisitDeleteEnvironmentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetEnvironment operation middleware
+func (sh *strictHandler) GetEnvironment(ctx echo.Context, environmentId string) error {
+	var request GetEnvironmentRequestObject
+
+	request.EnvironmentId = environmentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEnvironment(ctx.Request().Context(), request.(GetEnvironmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEnvironment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEnvironmentResponseObject); ok {
+		return validResponse.VisitGetEnvironmentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // AcceptInvitation operation middleware
 func (sh *strictHandler) AcceptInvitation(ctx echo.Context) error {
 	var request AcceptInvitationRequestObject
@@ -18084,6 +22346,179 @@ func (sh *strictHandler) UpdateMember(ctx echo.Context, principalId PrincipalId,
 		return err
 	} else if validResponse, ok := response.(UpdateMemberResponseObject); ok {
 		return validResponse.VisitUpdateMemberResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListMemories operation middleware
+func (sh *strictHandler) ListMemories(ctx echo.Context, params ListMemoriesParams) error {
+	var request ListMemoriesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMemories(ctx.Request().Context(), request.(ListMemoriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMemories")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListMemoriesResponseObject); ok {
+		return validResponse.VisitListMemoriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateMemory operation middleware
+func (sh *strictHandler) CreateMemory(ctx echo.Context, params CreateMemoryParams) error {
+	var request CreateMemoryRequestObject
+
+	request.Params = params
+
+	var body CreateMemoryJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateMemory(ctx.Request().Context(), request.(CreateMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateMemory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateMemoryResponseObject); ok {
+		return validResponse.VisitCreateMemoryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteMemory operation middleware
+func (sh *strictHandler) DeleteMemory(ctx echo.Context, memoryId string, params DeleteMemoryParams) error {
+	var request DeleteMemoryRequestObject
+
+	request.MemoryId = memoryId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteMemory(ctx.Request().Context(), request.(DeleteMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteMemory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteMemoryResponseObject); ok {
+		return validResponse.VisitDeleteMemoryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetMemory operation middleware
+func (sh *strictHandler) GetMemory(ctx echo.Context, memoryId string) error {
+	var request GetMemoryRequestObject
+
+	request.MemoryId = memoryId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMemory(ctx.Request().Context(), request.(GetMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMemory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMemoryResponseObject); ok {
+		return validResponse.VisitGetMemoryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateMemory operation middleware
+func (sh *strictHandler) UpdateMemory(ctx echo.Context, memoryId string, params UpdateMemoryParams) error {
+	var request UpdateMemoryRequestObject
+
+	request.MemoryId = memoryId
+	request.Params = params
+
+	var body UpdateMemoryJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateMemory(ctx.Request().Context(), request.(UpdateMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateMemory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateMemoryResponseObject); ok {
+		return validResponse.VisitUpdateMemoryResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -18975,6 +23410,205 @@ func (sh *strictHandler) UnarchiveSkill(ctx echo.Context, skillId SkillId, param
 		return err
 	} else if validResponse, ok := response.(UnarchiveSkillResponseObject); ok {
 		return validResponse.VisitUnarchiveSkillResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSubscriptions operation middleware
+func (sh *strictHandler) ListSubscriptions(ctx echo.Context, params ListSubscriptionsParams) error {
+	var request ListSubscriptionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSubscriptions(ctx.Request().Context(), request.(ListSubscriptionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSubscriptions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSubscriptionsResponseObject); ok {
+		return validResponse.VisitListSubscriptionsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateSubscription operation middleware
+func (sh *strictHandler) CreateSubscription(ctx echo.Context, params CreateSubscriptionParams) error {
+	var request CreateSubscriptionRequestObject
+
+	request.Params = params
+
+	var body CreateSubscriptionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSubscription(ctx.Request().Context(), request.(CreateSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateSubscriptionResponseObject); ok {
+		return validResponse.VisitCreateSubscriptionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteSubscription operation middleware
+func (sh *strictHandler) DeleteSubscription(ctx echo.Context, subscriptionId string, params DeleteSubscriptionParams) error {
+	var request DeleteSubscriptionRequestObject
+
+	request.SubscriptionId = subscriptionId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteSubscription(ctx.Request().Context(), request.(DeleteSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteSubscriptionResponseObject); ok {
+		return validResponse.VisitDeleteSubscriptionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSubscription operation middleware
+func (sh *strictHandler) GetSubscription(ctx echo.Context, subscriptionId string) error {
+	var request GetSubscriptionRequestObject
+
+	request.SubscriptionId = subscriptionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSubscription(ctx.Request().Context(), request.(GetSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSubscriptionResponseObject); ok {
+		return validResponse.VisitGetSubscriptionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateSubscription operation middleware
+func (sh *strictHandler) UpdateSubscription(ctx echo.Context, subscriptionId string, params UpdateSubscriptionParams) error {
+	var request UpdateSubscriptionRequestObject
+
+	request.SubscriptionId = subscriptionId
+	request.Params = params
+
+	var body UpdateSubscriptionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateSubscription(ctx.Request().Context(), request.(UpdateSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateSubscriptionResponseObject); ok {
+		return validResponse.VisitUpdateSubscriptionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateSubscriptionSecret operation middleware
+func (sh *strictHandler) RotateSubscriptionSecret(ctx echo.Context, subscriptionId string, params RotateSubscriptionSecretParams) error {
+	var request RotateSubscriptionSecretRequestObject
+
+	request.SubscriptionId = subscriptionId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateSubscriptionSecret(ctx.Request().Context(), request.(RotateSubscriptionSecretRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateSubscriptionSecret")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateSubscriptionSecretResponseObject); ok {
+		return validResponse.VisitRotateSubscriptionSecretResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -76,6 +76,36 @@ func (e CreatedInvitationDelivery) Valid() bool {
 	}
 }
 
+// Defines values for EnvironmentStatus.
+const (
+	EnvironmentStatusDeleted  EnvironmentStatus = "deleted"
+	EnvironmentStatusDeleting EnvironmentStatus = "deleting"
+	EnvironmentStatusFailed   EnvironmentStatus = "failed"
+	EnvironmentStatusRunning  EnvironmentStatus = "running"
+	EnvironmentStatusStarting EnvironmentStatus = "starting"
+	EnvironmentStatusStopped  EnvironmentStatus = "stopped"
+)
+
+// Valid indicates whether the value is a known member of the EnvironmentStatus enum.
+func (e EnvironmentStatus) Valid() bool {
+	switch e {
+	case EnvironmentStatusDeleted:
+		return true
+	case EnvironmentStatusDeleting:
+		return true
+	case EnvironmentStatusFailed:
+		return true
+	case EnvironmentStatusRunning:
+		return true
+	case EnvironmentStatusStarting:
+		return true
+	case EnvironmentStatusStopped:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAlreadyExists        ErrorCode = "already_exists"
@@ -199,6 +229,24 @@ func (e MeOrganizationRole) Valid() bool {
 	case MeOrganizationRoleMember:
 		return true
 	case MeOrganizationRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MemoryKind.
+const (
+	MemoryKindBuiltin MemoryKind = "builtin"
+	MemoryKindRecord  MemoryKind = "record"
+)
+
+// Valid indicates whether the value is a known member of the MemoryKind enum.
+func (e MemoryKind) Valid() bool {
+	switch e {
+	case MemoryKindBuiltin:
+		return true
+	case MemoryKindRecord:
 		return true
 	default:
 		return false
@@ -367,6 +415,51 @@ func (e Role) Valid() bool {
 	case RoleControl:
 		return true
 	case RoleWorker:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEventType.
+const (
+	WebhookEventTypeAgentRevisionPublished WebhookEventType = "agent.revision_published"
+	WebhookEventTypeEnvironmentDeleted     WebhookEventType = "environment.deleted"
+	WebhookEventTypeEnvironmentStopped     WebhookEventType = "environment.stopped"
+	WebhookEventTypeInvitationAccepted     WebhookEventType = "invitation.accepted"
+	WebhookEventTypeRunAccepted            WebhookEventType = "run.accepted"
+	WebhookEventTypeRunCancelled           WebhookEventType = "run.cancelled"
+	WebhookEventTypeRunFailed              WebhookEventType = "run.failed"
+	WebhookEventTypeRunStarted             WebhookEventType = "run.started"
+	WebhookEventTypeRunSucceeded           WebhookEventType = "run.succeeded"
+	WebhookEventTypeSkillRevisionPublished WebhookEventType = "skill.revision_published"
+	WebhookEventTypeThreadIdle             WebhookEventType = "thread.idle"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventType enum.
+func (e WebhookEventType) Valid() bool {
+	switch e {
+	case WebhookEventTypeAgentRevisionPublished:
+		return true
+	case WebhookEventTypeEnvironmentDeleted:
+		return true
+	case WebhookEventTypeEnvironmentStopped:
+		return true
+	case WebhookEventTypeInvitationAccepted:
+		return true
+	case WebhookEventTypeRunAccepted:
+		return true
+	case WebhookEventTypeRunCancelled:
+		return true
+	case WebhookEventTypeRunFailed:
+		return true
+	case WebhookEventTypeRunStarted:
+		return true
+	case WebhookEventTypeRunSucceeded:
+		return true
+	case WebhookEventTypeSkillRevisionPublished:
+		return true
+	case WebhookEventTypeThreadIdle:
 		return true
 	default:
 		return false
@@ -836,12 +929,54 @@ type CreateConnectionRequest struct {
 	ProviderId string `json:"provider_id"`
 }
 
+// CreateEnvironmentTemplateRequest Example: {"config":{"cpu":2,"image":"python:3.13-slim","memory_mb":4096},"description":"Short-lived containers for data analysis.","environment_provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h","idle_delete_seconds":86400,"idle_stop_seconds":900,"labels":{"env":"prod","team":"platform"},"name":"Python sandbox"}
+type CreateEnvironmentTemplateRequest struct {
+	// Config Validated by the `environment_schema` of the provider's type.
+	//
+	// Example: {"cpu":2,"image":"python:3.13-slim","memory_mb":4096,"timeout_seconds":3600}
+	Config EnvironmentTemplateConfig `json:"config"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// EnvironmentProviderId An environment provider of the workspace.
+	EnvironmentProviderId string                         `json:"environment_provider_id"`
+	IdleDeleteSeconds     nullable.Nullable[IdleSeconds] `json:"idle_delete_seconds,omitempty"`
+	IdleStopSeconds       nullable.Nullable[IdleSeconds] `json:"idle_stop_seconds,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name Name `json:"name"`
+}
+
 // CreateInvitationRequest defines model for CreateInvitationRequest.
 type CreateInvitationRequest struct {
 	Email string `json:"email"`
 
 	// Role Workspace invitations: admin, editor, runner, viewer. Organization invitations: owner, admin, member.
 	Role string `json:"role"`
+}
+
+// CreateMemoryRequest defines model for CreateMemoryRequest.
+type CreateMemoryRequest struct {
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Kind `record`: stored by a memory provider; `builtin`: stored by svc.
+	Kind MemoryKind `json:"kind"`
+
+	// MemoryProviderId Required for `record` memories, refused for `builtin` ones.
+	MemoryProviderId *string `json:"memory_provider_id,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name Name `json:"name"`
 }
 
 // CreateModelProviderRequest defines model for CreateModelProviderRequest.
@@ -920,6 +1055,21 @@ type CreateSkillRequest struct {
 	Name Name `json:"name"`
 }
 
+// CreateSubscriptionRequest Example: {"description":"Run outcomes for the billing service.","event_types":["run.succeeded","run.failed"],"url":"https://hooks.example.com/svc"}
+type CreateSubscriptionRequest struct {
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// EventTypes Example: ["run.succeeded","run.failed"]
+	EventTypes WebhookEventTypes `json:"event_types"`
+
+	// Url The endpoint deliveries are POSTed to; it must pass the deployment's endpoint policy.
+	//
+	// Example: https://hooks.example.com/svc
+	Url WebhookURL `json:"url"`
+}
+
 // CreateWorkspaceRequest defines model for CreateWorkspaceRequest.
 type CreateWorkspaceRequest struct {
 	// Name 1 to 200 characters, no control characters.
@@ -956,6 +1106,91 @@ type CreatedWorkspace struct {
 
 // Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
 type Description = string
+
+// Environment defines model for Environment.
+type Environment struct {
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedById string    `json:"created_by_id"`
+
+	// EnvironmentProviderId Example: prv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	EnvironmentProviderId string `json:"environment_provider_id"`
+
+	// Id Example: env_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// LastUsedAt When a run last used it; null if none has.
+	LastUsedAt nullable.Nullable[time.Time] `json:"last_used_at"`
+
+	// Status `deleting`: deletion was asked and the sweep is destroying the vendor's instance;
+	// `deleted`: it is gone (the record stays as history).
+	Status EnvironmentStatus `json:"status"`
+
+	// TemplateId Example: et_01jd5v6w1q3yb8j8y3tn9z2k7h
+	TemplateId  string    `json:"template_id"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedById string    `json:"updated_by_id"`
+	Version     int       `json:"version"`
+}
+
+// EnvironmentPage defines model for EnvironmentPage.
+type EnvironmentPage struct {
+	Items      []Environment             `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// EnvironmentStatus `deleting`: deletion was asked and the sweep is destroying the vendor's instance;
+// `deleted`: it is gone (the record stays as history).
+type EnvironmentStatus string
+
+// EnvironmentTemplate defines model for EnvironmentTemplate.
+type EnvironmentTemplate struct {
+	// Config Validated by the `environment_schema` of the provider's type.
+	//
+	// Example: {"cpu":2,"image":"python:3.13-slim","memory_mb":4096,"timeout_seconds":3600}
+	Config      EnvironmentTemplateConfig `json:"config"`
+	CreatedAt   time.Time                 `json:"created_at"`
+	CreatedById string                    `json:"created_by_id"`
+	Description string                    `json:"description"`
+
+	// Enabled A disabled template refuses new use at once.
+	Enabled bool `json:"enabled"`
+
+	// EnvironmentProviderId Example: prv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	EnvironmentProviderId string `json:"environment_provider_id"`
+
+	// Id Example: et_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// IdleDeleteSeconds An environment idle this long is deleted; null never deletes it for idleness.
+	//
+	// Example: 86400
+	IdleDeleteSeconds nullable.Nullable[int] `json:"idle_delete_seconds"`
+
+	// IdleStopSeconds An environment idle this long is stopped; null never stops it for idleness.
+	//
+	// Example: 900
+	IdleStopSeconds nullable.Nullable[int] `json:"idle_stop_seconds"`
+
+	// Labels Example: {"env":"prod","team":"platform"}
+	Labels map[string]string `json:"labels"`
+
+	// Name Example: Python sandbox
+	Name        string    `json:"name"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedById string    `json:"updated_by_id"`
+	Version     int       `json:"version"`
+}
+
+// EnvironmentTemplateConfig Validated by the `environment_schema` of the provider's type.
+//
+// Example: {"cpu":2,"image":"python:3.13-slim","memory_mb":4096,"timeout_seconds":3600}
+type EnvironmentTemplateConfig map[string]interface{}
+
+// EnvironmentTemplatePage defines model for EnvironmentTemplatePage.
+type EnvironmentTemplatePage struct {
+	Items      []EnvironmentTemplate     `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
 
 // Error defines model for Error.
 type Error struct {
@@ -1001,6 +1236,9 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// IdleSeconds defines model for IdleSeconds.
+type IdleSeconds = int
 
 // Invitation defines model for Invitation.
 type Invitation struct {
@@ -1103,6 +1341,44 @@ type Member struct {
 // MemberPage defines model for MemberPage.
 type MemberPage struct {
 	Items      []Member                  `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// Memory defines model for Memory.
+type Memory struct {
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedById string    `json:"created_by_id"`
+	Description string    `json:"description"`
+
+	// Id Example: mem_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// Kind `record`: stored by a memory provider; `builtin`: stored by svc.
+	Kind MemoryKind `json:"kind"`
+
+	// MemoryProviderId The memory provider of a record memory; null for builtin memories.
+	//
+	// Example: prv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	MemoryProviderId nullable.Nullable[string] `json:"memory_provider_id"`
+
+	// Name Example: Customer facts
+	Name string `json:"name"`
+
+	// Namespace The record memory's namespace at its provider, chosen by svc; null for builtin memories.
+	//
+	// Example: mem_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Namespace   nullable.Nullable[string] `json:"namespace"`
+	UpdatedAt   time.Time                 `json:"updated_at"`
+	UpdatedById string                    `json:"updated_by_id"`
+	Version     int                       `json:"version"`
+}
+
+// MemoryKind `record`: stored by a memory provider; `builtin`: stored by svc.
+type MemoryKind string
+
+// MemoryPage defines model for MemoryPage.
+type MemoryPage struct {
+	Items      []Memory                  `json:"items"`
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
@@ -1432,6 +1708,46 @@ type SkillRevisionPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// Subscription defines model for Subscription.
+type Subscription struct {
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedById string    `json:"created_by_id"`
+	Description string    `json:"description"`
+
+	// Enabled A disabled subscription gets no deliveries.
+	Enabled bool `json:"enabled"`
+
+	// EventTypes Sorted.
+	EventTypes []WebhookEventType `json:"event_types"`
+
+	// Id Example: sub_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id          string    `json:"id"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedById string    `json:"updated_by_id"`
+
+	// Url Example: https://hooks.example.com/svc
+	Url     string `json:"url"`
+	Version int    `json:"version"`
+}
+
+// SubscriptionPage defines model for SubscriptionPage.
+type SubscriptionPage struct {
+	Items      []Subscription            `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// SubscriptionWithSecret defines model for SubscriptionWithSecret.
+type SubscriptionWithSecret struct {
+	// Secret The signing secret (Standard Webhooks): `whsec_` and the base64 of 32 random bytes.
+	// Shown only in this answer. Deliveries carry `webhook-id`, `webhook-timestamp` and
+	// `webhook-signature: v1,<base64 HMAC-SHA256>` made with the decoded bytes.
+	//
+	//
+	// Example: whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=
+	Secret       string       `json:"secret"`
+	Subscription Subscription `json:"subscription"`
+}
+
 // UpdateAgentRequest defines model for UpdateAgentRequest.
 type UpdateAgentRequest struct {
 	// DefaultRevisionId A revision of this agent.
@@ -1471,9 +1787,46 @@ type UpdateConnectionRequest struct {
 	Name *Name `json:"name,omitempty"`
 }
 
+// UpdateEnvironmentTemplateRequest Example: {"enabled":false}
+type UpdateEnvironmentTemplateRequest struct {
+	// Config Validated by the `environment_schema` of the provider's type.
+	//
+	// Example: {"cpu":2,"image":"python:3.13-slim","memory_mb":4096,"timeout_seconds":3600}
+	Config *EnvironmentTemplateConfig `json:"config,omitempty"`
+
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// IdleDeleteSeconds A value sets the threshold, `null` removes it, leaving it out keeps it.
+	IdleDeleteSeconds nullable.Nullable[int] `json:"idle_delete_seconds,omitempty"`
+
+	// IdleStopSeconds A value sets the threshold, `null` removes it, leaving it out keeps it.
+	IdleStopSeconds nullable.Nullable[int] `json:"idle_stop_seconds,omitempty"`
+
+	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
+	// printable characters (may be empty). Lists select on them with `label=key:value`.
+	//
+	//
+	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name *Name `json:"name,omitempty"`
+}
+
 // UpdateMemberRequest defines model for UpdateMemberRequest.
 type UpdateMemberRequest struct {
 	Role WorkspaceRole `json:"role"`
+}
+
+// UpdateMemoryRequest defines model for UpdateMemoryRequest.
+type UpdateMemoryRequest struct {
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+
+	// Name 1 to 200 characters, no control characters.
+	Name *Name `json:"name,omitempty"`
 }
 
 // UpdateModelProviderRequest defines model for UpdateModelProviderRequest.
@@ -1535,11 +1888,37 @@ type UpdateSkillRequest struct {
 	Name *Name `json:"name,omitempty"`
 }
 
+// UpdateSubscriptionRequest Example: {"event_types":["run.succeeded","run.failed","run.cancelled"]}
+type UpdateSubscriptionRequest struct {
+	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
+	Description *Description `json:"description,omitempty"`
+	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// EventTypes Example: ["run.succeeded","run.failed"]
+	EventTypes *WebhookEventTypes `json:"event_types,omitempty"`
+
+	// Url The endpoint deliveries are POSTed to; it must pass the deployment's endpoint policy.
+	//
+	// Example: https://hooks.example.com/svc
+	Url *WebhookURL `json:"url,omitempty"`
+}
+
 // UpdateWorkspaceRequest defines model for UpdateWorkspaceRequest.
 type UpdateWorkspaceRequest struct {
 	// Name 1 to 200 characters, no control characters.
 	Name *Name `json:"name,omitempty"`
 }
+
+// WebhookEventType defines model for WebhookEventType.
+type WebhookEventType string
+
+// WebhookEventTypes Example: ["run.succeeded","run.failed"]
+type WebhookEventTypes = []WebhookEventType
+
+// WebhookURL The endpoint deliveries are POSTed to; it must pass the deployment's endpoint policy.
+//
+// Example: https://hooks.example.com/svc
+type WebhookURL = string
 
 // Workspace defines model for Workspace.
 type Workspace struct {
@@ -1896,6 +2275,64 @@ type UpdateEnvironmentProviderParams struct {
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
+// ListEnvironmentTemplatesParams defines parameters for ListEnvironmentTemplates.
+type ListEnvironmentTemplatesParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Label A label selector `key:value`; repeat for more (at most 8, all must match).
+	Label *[]string `form:"label,omitempty" json:"label,omitempty"`
+
+	// Q A case-insensitive substring of the name or the description.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Archived `true`: only disabled templates; `false`: only enabled ones.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+}
+
+// CreateEnvironmentTemplateParams defines parameters for CreateEnvironmentTemplate.
+type CreateEnvironmentTemplateParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateEnvironmentTemplateParams defines parameters for UpdateEnvironmentTemplate.
+type UpdateEnvironmentTemplateParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListEnvironmentsParams defines parameters for ListEnvironments.
+type ListEnvironmentsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// TemplateId Only the environments of this environment template.
+	TemplateId *string `form:"template_id,omitempty" json:"template_id,omitempty"`
+}
+
+// DeleteEnvironmentParams defines parameters for DeleteEnvironment.
+type DeleteEnvironmentParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
 // RevokeInvitationParams defines parameters for RevokeInvitation.
 type RevokeInvitationParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
@@ -1919,6 +2356,43 @@ type RemoveMemberParams struct {
 
 // UpdateMemberParams defines parameters for UpdateMember.
 type UpdateMemberParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListMemoriesParams defines parameters for ListMemories.
+type ListMemoriesParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateMemoryParams defines parameters for CreateMemory.
+type CreateMemoryParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteMemoryParams defines parameters for DeleteMemory.
+type DeleteMemoryParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// UpdateMemoryParams defines parameters for UpdateMemory.
+type UpdateMemoryParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
@@ -2119,6 +2593,49 @@ type UnarchiveSkillParams struct {
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
+// ListSubscriptionsParams defines parameters for ListSubscriptions.
+type ListSubscriptionsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateSubscriptionParams defines parameters for CreateSubscription.
+type CreateSubscriptionParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteSubscriptionParams defines parameters for DeleteSubscription.
+type DeleteSubscriptionParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// UpdateSubscriptionParams defines parameters for UpdateSubscription.
+type UpdateSubscriptionParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// RotateSubscriptionSecretParams defines parameters for RotateSubscriptionSecret.
+type RotateSubscriptionSecretParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
 // ListWebProvidersParams defines parameters for ListWebProviders.
 type ListWebProvidersParams struct {
 	// Limit Page size.
@@ -2236,11 +2753,23 @@ type CreateEnvironmentProviderJSONRequestBody = CreateProviderRequest
 // UpdateEnvironmentProviderJSONRequestBody defines body for UpdateEnvironmentProvider for application/json ContentType.
 type UpdateEnvironmentProviderJSONRequestBody = UpdateProviderRequest
 
+// CreateEnvironmentTemplateJSONRequestBody defines body for CreateEnvironmentTemplate for application/json ContentType.
+type CreateEnvironmentTemplateJSONRequestBody = CreateEnvironmentTemplateRequest
+
+// UpdateEnvironmentTemplateJSONRequestBody defines body for UpdateEnvironmentTemplate for application/json ContentType.
+type UpdateEnvironmentTemplateJSONRequestBody = UpdateEnvironmentTemplateRequest
+
 // AcceptInvitationJSONRequestBody defines body for AcceptInvitation for application/json ContentType.
 type AcceptInvitationJSONRequestBody = AcceptInvitationRequest
 
 // UpdateMemberJSONRequestBody defines body for UpdateMember for application/json ContentType.
 type UpdateMemberJSONRequestBody = UpdateMemberRequest
+
+// CreateMemoryJSONRequestBody defines body for CreateMemory for application/json ContentType.
+type CreateMemoryJSONRequestBody = CreateMemoryRequest
+
+// UpdateMemoryJSONRequestBody defines body for UpdateMemory for application/json ContentType.
+type UpdateMemoryJSONRequestBody = UpdateMemoryRequest
 
 // CreateMemoryProviderJSONRequestBody defines body for CreateMemoryProvider for application/json ContentType.
 type CreateMemoryProviderJSONRequestBody = CreateProviderRequest
@@ -2271,6 +2800,12 @@ type UpdateSkillJSONRequestBody = UpdateSkillRequest
 
 // PublishSkillRevisionJSONRequestBody defines body for PublishSkillRevision for application/json ContentType.
 type PublishSkillRevisionJSONRequestBody = PublishSkillRevisionRequest
+
+// CreateSubscriptionJSONRequestBody defines body for CreateSubscription for application/json ContentType.
+type CreateSubscriptionJSONRequestBody = CreateSubscriptionRequest
+
+// UpdateSubscriptionJSONRequestBody defines body for UpdateSubscription for application/json ContentType.
+type UpdateSubscriptionJSONRequestBody = UpdateSubscriptionRequest
 
 // CreateWebProviderJSONRequestBody defines body for CreateWebProvider for application/json ContentType.
 type CreateWebProviderJSONRequestBody = CreateProviderRequest
@@ -2769,6 +3304,103 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/environment-providers/{provider_id}/test (the `TestEnvironmentProvider` operationId).
 	TestEnvironmentProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListEnvironmentTemplates List the environment templates of the key's workspace
+	//
+	// Newest first. Filters combine (all must hold):
+	//
+	// - `label=key:value`, repeatable up to 8 times: the template has every label given.
+	//   Nine selectors, or one that is not `key:value` with a valid key and value, is 400
+	//   naming `label`. Two selectors asking one key for different values match nothing.
+	// - `q`: a case-insensitive substring of the name or the description.
+	// - `archived`: templates are not archived; they are disabled. `archived=true` lists
+	//   the disabled templates, `archived=false` the enabled ones; left out, both.
+	//
+	// Corresponds with GET /api/v1/environment-templates (the `ListEnvironmentTemplates` operationId).
+	ListEnvironmentTemplates(ctx context.Context, params *ListEnvironmentTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateEnvironmentTemplateWithBody Create an environment template
+	//
+	// `environment_provider_id` must be an enabled environment provider of the workspace
+	// (another workspace's id or an absent one is 404, a provider of another kind 400, a
+	// disabled provider 409 `disabled`). `config` is validated by the provider type's
+	// `environment_schema` (`GET /api/v1/provider-types/environment`). The idle thresholds
+	// (60 to 31536000 seconds, or null for never) need a type that can stop, respectively
+	// delete, its environments; `idle_delete_seconds` is at least `idle_stop_seconds`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/environment-templates (the `CreateEnvironmentTemplate` operationId).
+	CreateEnvironmentTemplateWithBody(ctx context.Context, params *CreateEnvironmentTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateEnvironmentTemplate Create an environment template
+	//
+	// `environment_provider_id` must be an enabled environment provider of the workspace
+	// (another workspace's id or an absent one is 404, a provider of another kind 400, a
+	// disabled provider 409 `disabled`). `config` is validated by the provider type's
+	// `environment_schema` (`GET /api/v1/provider-types/environment`). The idle thresholds
+	// (60 to 31536000 seconds, or null for never) need a type that can stop, respectively
+	// delete, its environments; `idle_delete_seconds` is at least `idle_stop_seconds`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/environment-templates (the `CreateEnvironmentTemplate` operationId).
+	CreateEnvironmentTemplate(ctx context.Context, params *CreateEnvironmentTemplateParams, body CreateEnvironmentTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEnvironmentTemplate Read an environment template
+	//
+	// Corresponds with GET /api/v1/environment-templates/{environment_template_id} (the `GetEnvironmentTemplate` operationId).
+	GetEnvironmentTemplate(ctx context.Context, environmentTemplateId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateEnvironmentTemplateWithBody Change an environment template
+	//
+	// Members left out keep their values; the provider never changes. `config` and
+	// `labels` replace the stored ones whole. A threshold set to `null` is removed. A change
+	// of `config` or of a threshold is validated against the provider's type again (the
+	// provider may be disabled meanwhile: editing is not new use). `enabled: false`
+	// disables the template: new use stops at once. A change to nothing keeps the version.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/environment-templates/{environment_template_id} (the `UpdateEnvironmentTemplate` operationId).
+	UpdateEnvironmentTemplateWithBody(ctx context.Context, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateEnvironmentTemplate Change an environment template
+	//
+	// Members left out keep their values; the provider never changes. `config` and
+	// `labels` replace the stored ones whole. A threshold set to `null` is removed. A change
+	// of `config` or of a threshold is validated against the provider's type again (the
+	// provider may be disabled meanwhile: editing is not new use). `enabled: false`
+	// disables the template: new use stops at once. A change to nothing keeps the version.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/environment-templates/{environment_template_id} (the `UpdateEnvironmentTemplate` operationId).
+	UpdateEnvironmentTemplate(ctx context.Context, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, body UpdateEnvironmentTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListEnvironments List the environments of the key's workspace
+	//
+	// Newest first, in every status (deleted environments stay as history). With
+	// `template_id`, only that template's environments; a template of another workspace,
+	// or none, lists nothing.
+	//
+	// Corresponds with GET /api/v1/environments (the `ListEnvironments` operationId).
+	ListEnvironments(ctx context.Context, params *ListEnvironmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteEnvironment Delete an environment
+	//
+	// Deletion is asynchronous: the environment moves to `deleting` at once (a new version)
+	// and the `maintain_environments` sweep destroys the vendor's instance, then sets
+	// `deleted`. The environment stays readable with its status. Deleting an environment
+	// that is already `deleting` or `deleted` changes nothing and answers 204.
+	//
+	// Corresponds with DELETE /api/v1/environments/{environment_id} (the `DeleteEnvironment` operationId).
+	DeleteEnvironment(ctx context.Context, environmentId string, params *DeleteEnvironmentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEnvironment Read an environment
+	//
+	// Corresponds with GET /api/v1/environments/{environment_id} (the `GetEnvironment` operationId).
+	GetEnvironment(ctx context.Context, environmentId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AcceptInvitationWithBody Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
@@ -2841,6 +3473,69 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/members/{principal_id} (the `UpdateMember` operationId).
 	UpdateMember(ctx context.Context, principalId PrincipalId, params *UpdateMemberParams, body UpdateMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListMemories List the memories of the key's workspace
+	//
+	// Corresponds with GET /api/v1/memories (the `ListMemories` operationId).
+	ListMemories(ctx context.Context, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMemoryWithBody Create a memory
+	//
+	// A `record` memory keeps its records with a memory provider: `memory_provider_id` must
+	// be an enabled memory provider of the workspace (another workspace's id or an absent
+	// one is 404, a provider of another kind 400, a disabled one 409 `disabled`), and svc
+	// gives the memory a namespace of its own there. A `builtin` memory is stored by svc
+	// and takes no provider.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/memories (the `CreateMemory` operationId).
+	CreateMemoryWithBody(ctx context.Context, params *CreateMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMemory Create a memory
+	//
+	// A `record` memory keeps its records with a memory provider: `memory_provider_id` must
+	// be an enabled memory provider of the workspace (another workspace's id or an absent
+	// one is 404, a provider of another kind 400, a disabled one 409 `disabled`), and svc
+	// gives the memory a namespace of its own there. A `builtin` memory is stored by svc
+	// and takes no provider.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/memories (the `CreateMemory` operationId).
+	CreateMemory(ctx context.Context, params *CreateMemoryParams, body CreateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteMemory Delete a memory and its records
+	//
+	// A builtin memory's records are deleted with it. A record memory's namespace is purged
+	// at its provider by the outbox (a `memory_namespace_purge` delivery queued in the same
+	// transaction, delivered at least once, even if the provider is disabled meanwhile).
+	//
+	// Corresponds with DELETE /api/v1/memories/{memory_id} (the `DeleteMemory` operationId).
+	DeleteMemory(ctx context.Context, memoryId string, params *DeleteMemoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetMemory Read a memory
+	//
+	// Corresponds with GET /api/v1/memories/{memory_id} (the `GetMemory` operationId).
+	GetMemory(ctx context.Context, memoryId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateMemoryWithBody Rename or re-describe a memory
+	//
+	// Members left out keep their values. A change to nothing keeps the version.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
+	UpdateMemoryWithBody(ctx context.Context, memoryId string, params *UpdateMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateMemory Rename or re-describe a memory
+	//
+	// Members left out keep their values. A change to nothing keeps the version.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
+	UpdateMemory(ctx context.Context, memoryId string, params *UpdateMemoryParams, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListMemoryProviders List the memory providers of the key's workspace
 	//
@@ -3204,6 +3899,85 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/skills/{skill_id}/unarchive (the `UnarchiveSkill` operationId).
 	UnarchiveSkill(ctx context.Context, skillId SkillId, params *UnarchiveSkillParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSubscriptions List the webhook subscriptions of the key's workspace
+	//
+	// Signing secrets are never shown.
+	//
+	// Corresponds with GET /api/v1/subscriptions (the `ListSubscriptions` operationId).
+	ListSubscriptions(ctx context.Context, params *ListSubscriptionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSubscriptionWithBody Subscribe an endpoint to webhook events
+	//
+	// `url` must pass the deployment's endpoint policy (HTTPS to a public address unless the
+	// operator allows more; 400 naming `url`). `event_types` is a non-empty set of the
+	// event types below. The answer carries the signing secret (`whsec_...`, Standard
+	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
+	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
+	// same principal within 24 hours.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/subscriptions (the `CreateSubscription` operationId).
+	CreateSubscriptionWithBody(ctx context.Context, params *CreateSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSubscription Subscribe an endpoint to webhook events
+	//
+	// `url` must pass the deployment's endpoint policy (HTTPS to a public address unless the
+	// operator allows more; 400 naming `url`). `event_types` is a non-empty set of the
+	// event types below. The answer carries the signing secret (`whsec_...`, Standard
+	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
+	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
+	// same principal within 24 hours.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/subscriptions (the `CreateSubscription` operationId).
+	CreateSubscription(ctx context.Context, params *CreateSubscriptionParams, body CreateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSubscription Delete a webhook subscription
+	//
+	// No further deliveries are made to it.
+	//
+	// Corresponds with DELETE /api/v1/subscriptions/{subscription_id} (the `DeleteSubscription` operationId).
+	DeleteSubscription(ctx context.Context, subscriptionId string, params *DeleteSubscriptionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSubscription Read a webhook subscription
+	//
+	// The signing secret is never shown.
+	//
+	// Corresponds with GET /api/v1/subscriptions/{subscription_id} (the `GetSubscription` operationId).
+	GetSubscription(ctx context.Context, subscriptionId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSubscriptionWithBody Change a webhook subscription
+	//
+	// Members left out keep their values; `event_types` replaces the whole set. A given
+	// `url` must pass the endpoint policy as it is now. `enabled: false` pauses deliveries.
+	// A change to nothing keeps the version.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
+	UpdateSubscriptionWithBody(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSubscription Change a webhook subscription
+	//
+	// Members left out keep their values; `event_types` replaces the whole set. A given
+	// `url` must pass the endpoint policy as it is now. `enabled: false` pauses deliveries.
+	// A change to nothing keeps the version.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
+	UpdateSubscription(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateSubscriptionSecret Replace a subscription's signing secret
+	//
+	// Makes a new signing secret and answers it once; the old one stops signing at once.
+	// A change like any other: it needs `If-Match` and gives a new version.
+	//
+	// Corresponds with POST /api/v1/subscriptions/{subscription_id}/rotate-secret (the `RotateSubscriptionSecret` operationId).
+	RotateSubscriptionSecret(ctx context.Context, subscriptionId string, params *RotateSubscriptionSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebProviders List the web providers of the key's workspace
 	//
@@ -4165,6 +4939,193 @@ func (c *Client) TestEnvironmentProvider(ctx context.Context, providerId Provide
 	return c.Client.Do(req)
 }
 
+// ListEnvironmentTemplates List the environment templates of the key's workspace
+//
+// Newest first. Filters combine (all must hold):
+//
+//   - `label=key:value`, repeatable up to 8 times: the template has every label given.
+//     Nine selectors, or one that is not `key:value` with a valid key and value, is 400
+//     naming `label`. Two selectors asking one key for different values match nothing.
+//   - `q`: a case-insensitive substring of the name or the description.
+//   - `archived`: templates are not archived; they are disabled. `archived=true` lists
+//     the disabled templates, `archived=false` the enabled ones; left out, both.
+//
+// Corresponds with GET /api/v1/environment-templates (the `ListEnvironmentTemplates` operationId).
+func (c *Client) ListEnvironmentTemplates(ctx context.Context, params *ListEnvironmentTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEnvironmentTemplatesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateEnvironmentTemplateWithBody Create an environment template
+//
+// `environment_provider_id` must be an enabled environment provider of the workspace
+// (another workspace's id or an absent one is 404, a provider of another kind 400, a
+// disabled provider 409 `disabled`). `config` is validated by the provider type's
+// `environment_schema` (`GET /api/v1/provider-types/environment`). The idle thresholds
+// (60 to 31536000 seconds, or null for never) need a type that can stop, respectively
+// delete, its environments; `idle_delete_seconds` is at least `idle_stop_seconds`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/environment-templates (the `CreateEnvironmentTemplate` operationId).
+func (c *Client) CreateEnvironmentTemplateWithBody(ctx context.Context, params *CreateEnvironmentTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEnvironmentTemplateRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateEnvironmentTemplate Create an environment template
+//
+// `environment_provider_id` must be an enabled environment provider of the workspace
+// (another workspace's id or an absent one is 404, a provider of another kind 400, a
+// disabled provider 409 `disabled`). `config` is validated by the provider type's
+// `environment_schema` (`GET /api/v1/provider-types/environment`). The idle thresholds
+// (60 to 31536000 seconds, or null for never) need a type that can stop, respectively
+// delete, its environments; `idle_delete_seconds` is at least `idle_stop_seconds`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/environment-templates (the `CreateEnvironmentTemplate` operationId).
+func (c *Client) CreateEnvironmentTemplate(ctx context.Context, params *CreateEnvironmentTemplateParams, body CreateEnvironmentTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEnvironmentTemplateRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEnvironmentTemplate Read an environment template
+//
+// Corresponds with GET /api/v1/environment-templates/{environment_template_id} (the `GetEnvironmentTemplate` operationId).
+func (c *Client) GetEnvironmentTemplate(ctx context.Context, environmentTemplateId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEnvironmentTemplateRequest(c.Server, environmentTemplateId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateEnvironmentTemplateWithBody Change an environment template
+//
+// Members left out keep their values; the provider never changes. `config` and
+// `labels` replace the stored ones whole. A threshold set to `null` is removed. A change
+// of `config` or of a threshold is validated against the provider's type again (the
+// provider may be disabled meanwhile: editing is not new use). `enabled: false`
+// disables the template: new use stops at once. A change to nothing keeps the version.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/environment-templates/{environment_template_id} (the `UpdateEnvironmentTemplate` operationId).
+func (c *Client) UpdateEnvironmentTemplateWithBody(ctx context.Context, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEnvironmentTemplateRequestWithBody(c.Server, environmentTemplateId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateEnvironmentTemplate Change an environment template
+//
+// Members left out keep their values; the provider never changes. `config` and
+// `labels` replace the stored ones whole. A threshold set to `null` is removed. A change
+// of `config` or of a threshold is validated against the provider's type again (the
+// provider may be disabled meanwhile: editing is not new use). `enabled: false`
+// disables the template: new use stops at once. A change to nothing keeps the version.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/environment-templates/{environment_template_id} (the `UpdateEnvironmentTemplate` operationId).
+func (c *Client) UpdateEnvironmentTemplate(ctx context.Context, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, body UpdateEnvironmentTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEnvironmentTemplateRequest(c.Server, environmentTemplateId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListEnvironments List the environments of the key's workspace
+//
+// Newest first, in every status (deleted environments stay as history). With
+// `template_id`, only that template's environments; a template of another workspace,
+// or none, lists nothing.
+//
+// Corresponds with GET /api/v1/environments (the `ListEnvironments` operationId).
+func (c *Client) ListEnvironments(ctx context.Context, params *ListEnvironmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEnvironmentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteEnvironment Delete an environment
+//
+// Deletion is asynchronous: the environment moves to `deleting` at once (a new version)
+// and the `maintain_environments` sweep destroys the vendor's instance, then sets
+// `deleted`. The environment stays readable with its status. Deleting an environment
+// that is already `deleting` or `deleted` changes nothing and answers 204.
+//
+// Corresponds with DELETE /api/v1/environments/{environment_id} (the `DeleteEnvironment` operationId).
+func (c *Client) DeleteEnvironment(ctx context.Context, environmentId string, params *DeleteEnvironmentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteEnvironmentRequest(c.Server, environmentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEnvironment Read an environment
+//
+// Corresponds with GET /api/v1/environments/{environment_id} (the `GetEnvironment` operationId).
+func (c *Client) GetEnvironment(ctx context.Context, environmentId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEnvironmentRequest(c.Server, environmentId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // AcceptInvitationWithBody Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
@@ -4318,6 +5279,139 @@ func (c *Client) UpdateMemberWithBody(ctx context.Context, principalId Principal
 // Corresponds with PATCH /api/v1/members/{principal_id} (the `UpdateMember` operationId).
 func (c *Client) UpdateMember(ctx context.Context, principalId PrincipalId, params *UpdateMemberParams, body UpdateMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateMemberRequest(c.Server, principalId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListMemories List the memories of the key's workspace
+//
+// Corresponds with GET /api/v1/memories (the `ListMemories` operationId).
+func (c *Client) ListMemories(ctx context.Context, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMemoriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMemoryWithBody Create a memory
+//
+// A `record` memory keeps its records with a memory provider: `memory_provider_id` must
+// be an enabled memory provider of the workspace (another workspace's id or an absent
+// one is 404, a provider of another kind 400, a disabled one 409 `disabled`), and svc
+// gives the memory a namespace of its own there. A `builtin` memory is stored by svc
+// and takes no provider.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/memories (the `CreateMemory` operationId).
+func (c *Client) CreateMemoryWithBody(ctx context.Context, params *CreateMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMemoryRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMemory Create a memory
+//
+// A `record` memory keeps its records with a memory provider: `memory_provider_id` must
+// be an enabled memory provider of the workspace (another workspace's id or an absent
+// one is 404, a provider of another kind 400, a disabled one 409 `disabled`), and svc
+// gives the memory a namespace of its own there. A `builtin` memory is stored by svc
+// and takes no provider.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/memories (the `CreateMemory` operationId).
+func (c *Client) CreateMemory(ctx context.Context, params *CreateMemoryParams, body CreateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMemoryRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteMemory Delete a memory and its records
+//
+// A builtin memory's records are deleted with it. A record memory's namespace is purged
+// at its provider by the outbox (a `memory_namespace_purge` delivery queued in the same
+// transaction, delivered at least once, even if the provider is disabled meanwhile).
+//
+// Corresponds with DELETE /api/v1/memories/{memory_id} (the `DeleteMemory` operationId).
+func (c *Client) DeleteMemory(ctx context.Context, memoryId string, params *DeleteMemoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteMemoryRequest(c.Server, memoryId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMemory Read a memory
+//
+// Corresponds with GET /api/v1/memories/{memory_id} (the `GetMemory` operationId).
+func (c *Client) GetMemory(ctx context.Context, memoryId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMemoryRequest(c.Server, memoryId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateMemoryWithBody Rename or re-describe a memory
+//
+// Members left out keep their values. A change to nothing keeps the version.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
+func (c *Client) UpdateMemoryWithBody(ctx context.Context, memoryId string, params *UpdateMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateMemoryRequestWithBody(c.Server, memoryId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateMemory Rename or re-describe a memory
+//
+// Members left out keep their values. A change to nothing keeps the version.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
+func (c *Client) UpdateMemory(ctx context.Context, memoryId string, params *UpdateMemoryParams, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateMemoryRequest(c.Server, memoryId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5051,6 +6145,165 @@ func (c *Client) GetSkillRevision(ctx context.Context, skillId SkillId, revision
 // Corresponds with POST /api/v1/skills/{skill_id}/unarchive (the `UnarchiveSkill` operationId).
 func (c *Client) UnarchiveSkill(ctx context.Context, skillId SkillId, params *UnarchiveSkillParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUnarchiveSkillRequest(c.Server, skillId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSubscriptions List the webhook subscriptions of the key's workspace
+//
+// Signing secrets are never shown.
+//
+// Corresponds with GET /api/v1/subscriptions (the `ListSubscriptions` operationId).
+func (c *Client) ListSubscriptions(ctx context.Context, params *ListSubscriptionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSubscriptionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSubscriptionWithBody Subscribe an endpoint to webhook events
+//
+// `url` must pass the deployment's endpoint policy (HTTPS to a public address unless the
+// operator allows more; 400 naming `url`). `event_types` is a non-empty set of the
+// event types below. The answer carries the signing secret (`whsec_...`, Standard
+// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
+// retry with the same `Idempotency-Key` replays this answer, secret included, to the
+// same principal within 24 hours.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/subscriptions (the `CreateSubscription` operationId).
+func (c *Client) CreateSubscriptionWithBody(ctx context.Context, params *CreateSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSubscriptionRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSubscription Subscribe an endpoint to webhook events
+//
+// `url` must pass the deployment's endpoint policy (HTTPS to a public address unless the
+// operator allows more; 400 naming `url`). `event_types` is a non-empty set of the
+// event types below. The answer carries the signing secret (`whsec_...`, Standard
+// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
+// retry with the same `Idempotency-Key` replays this answer, secret included, to the
+// same principal within 24 hours.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/subscriptions (the `CreateSubscription` operationId).
+func (c *Client) CreateSubscription(ctx context.Context, params *CreateSubscriptionParams, body CreateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSubscriptionRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSubscription Delete a webhook subscription
+//
+// No further deliveries are made to it.
+//
+// Corresponds with DELETE /api/v1/subscriptions/{subscription_id} (the `DeleteSubscription` operationId).
+func (c *Client) DeleteSubscription(ctx context.Context, subscriptionId string, params *DeleteSubscriptionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSubscriptionRequest(c.Server, subscriptionId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSubscription Read a webhook subscription
+//
+// The signing secret is never shown.
+//
+// Corresponds with GET /api/v1/subscriptions/{subscription_id} (the `GetSubscription` operationId).
+func (c *Client) GetSubscription(ctx context.Context, subscriptionId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSubscriptionRequest(c.Server, subscriptionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSubscriptionWithBody Change a webhook subscription
+//
+// Members left out keep their values; `event_types` replaces the whole set. A given
+// `url` must pass the endpoint policy as it is now. `enabled: false` pauses deliveries.
+// A change to nothing keeps the version.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
+func (c *Client) UpdateSubscriptionWithBody(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSubscriptionRequestWithBody(c.Server, subscriptionId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSubscription Change a webhook subscription
+//
+// Members left out keep their values; `event_types` replaces the whole set. A given
+// `url` must pass the endpoint policy as it is now. `enabled: false` pauses deliveries.
+// A change to nothing keeps the version.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
+func (c *Client) UpdateSubscription(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSubscriptionRequest(c.Server, subscriptionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateSubscriptionSecret Replace a subscription's signing secret
+//
+// Makes a new signing secret and answers it once; the old one stops signing at once.
+// A change like any other: it needs `If-Match` and gives a new version.
+//
+// Corresponds with POST /api/v1/subscriptions/{subscription_id}/rotate-secret (the `RotateSubscriptionSecret` operationId).
+func (c *Client) RotateSubscriptionSecret(ctx context.Context, subscriptionId string, params *RotateSubscriptionSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateSubscriptionSecretRequest(c.Server, subscriptionId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7006,6 +8259,420 @@ func NewTestEnvironmentProviderRequest(server string, providerId ProviderId) (*h
 	return req, nil
 }
 
+// NewListEnvironmentTemplatesRequest constructs an http.Request for the ListEnvironmentTemplates method
+func NewListEnvironmentTemplatesRequest(server string, params *ListEnvironmentTemplatesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/environment-templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Label != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "label", *params.Label, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Archived != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "archived", *params.Archived, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateEnvironmentTemplateRequest calls the generic CreateEnvironmentTemplate builder with application/json body
+func NewCreateEnvironmentTemplateRequest(server string, params *CreateEnvironmentTemplateParams, body CreateEnvironmentTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateEnvironmentTemplateRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateEnvironmentTemplateRequestWithBody constructs an http.Request for the CreateEnvironmentTemplate method, with any body, and a specified content type
+func NewCreateEnvironmentTemplateRequestWithBody(server string, params *CreateEnvironmentTemplateParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/environment-templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetEnvironmentTemplateRequest constructs an http.Request for the GetEnvironmentTemplate method
+func NewGetEnvironmentTemplateRequest(server string, environmentTemplateId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "environment_template_id", environmentTemplateId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/environment-templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateEnvironmentTemplateRequest calls the generic UpdateEnvironmentTemplate builder with application/json body
+func NewUpdateEnvironmentTemplateRequest(server string, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, body UpdateEnvironmentTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateEnvironmentTemplateRequestWithBody(server, environmentTemplateId, params, "application/json", bodyReader)
+}
+
+// NewUpdateEnvironmentTemplateRequestWithBody constructs an http.Request for the UpdateEnvironmentTemplate method, with any body, and a specified content type
+func NewUpdateEnvironmentTemplateRequestWithBody(server string, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "environment_template_id", environmentTemplateId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/environment-templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListEnvironmentsRequest constructs an http.Request for the ListEnvironments method
+func NewListEnvironmentsRequest(server string, params *ListEnvironmentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/environments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TemplateId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "template_id", *params.TemplateId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteEnvironmentRequest constructs an http.Request for the DeleteEnvironment method
+func NewDeleteEnvironmentRequest(server string, environmentId string, params *DeleteEnvironmentParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "environment_id", environmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/environments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetEnvironmentRequest constructs an http.Request for the GetEnvironment method
+func NewGetEnvironmentRequest(server string, environmentId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "environment_id", environmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/environments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewAcceptInvitationRequest calls the generic AcceptInvitation builder with application/json body
 func NewAcceptInvitationRequest(server string, body AcceptInvitationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7299,6 +8966,272 @@ func NewUpdateMemberRequestWithBody(server string, principalId PrincipalId, para
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/members/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListMemoriesRequest constructs an http.Request for the ListMemories method
+func NewListMemoriesRequest(server string, params *ListMemoriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/memories")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateMemoryRequest calls the generic CreateMemory builder with application/json body
+func NewCreateMemoryRequest(server string, params *CreateMemoryParams, body CreateMemoryJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateMemoryRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateMemoryRequestWithBody constructs an http.Request for the CreateMemory method, with any body, and a specified content type
+func NewCreateMemoryRequestWithBody(server string, params *CreateMemoryParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/memories")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteMemoryRequest constructs an http.Request for the DeleteMemory method
+func NewDeleteMemoryRequest(server string, memoryId string, params *DeleteMemoryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "memory_id", memoryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/memories/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetMemoryRequest constructs an http.Request for the GetMemory method
+func NewGetMemoryRequest(server string, memoryId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "memory_id", memoryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/memories/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateMemoryRequest calls the generic UpdateMemory builder with application/json body
+func NewUpdateMemoryRequest(server string, memoryId string, params *UpdateMemoryParams, body UpdateMemoryJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateMemoryRequestWithBody(server, memoryId, params, "application/json", bodyReader)
+}
+
+// NewUpdateMemoryRequestWithBody constructs an http.Request for the UpdateMemory method, with any body, and a specified content type
+func NewUpdateMemoryRequestWithBody(server string, memoryId string, params *UpdateMemoryParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "memory_id", memoryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/memories/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -8775,6 +10708,321 @@ func NewUnarchiveSkillRequest(server string, skillId SkillId, params *UnarchiveS
 	return req, nil
 }
 
+// NewListSubscriptionsRequest constructs an http.Request for the ListSubscriptions method
+func NewListSubscriptionsRequest(server string, params *ListSubscriptionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/subscriptions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSubscriptionRequest calls the generic CreateSubscription builder with application/json body
+func NewCreateSubscriptionRequest(server string, params *CreateSubscriptionParams, body CreateSubscriptionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSubscriptionRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateSubscriptionRequestWithBody constructs an http.Request for the CreateSubscription method, with any body, and a specified content type
+func NewCreateSubscriptionRequestWithBody(server string, params *CreateSubscriptionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/subscriptions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteSubscriptionRequest constructs an http.Request for the DeleteSubscription method
+func NewDeleteSubscriptionRequest(server string, subscriptionId string, params *DeleteSubscriptionParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "subscription_id", subscriptionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/subscriptions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSubscriptionRequest constructs an http.Request for the GetSubscription method
+func NewGetSubscriptionRequest(server string, subscriptionId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "subscription_id", subscriptionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/subscriptions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateSubscriptionRequest calls the generic UpdateSubscription builder with application/json body
+func NewUpdateSubscriptionRequest(server string, subscriptionId string, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateSubscriptionRequestWithBody(server, subscriptionId, params, "application/json", bodyReader)
+}
+
+// NewUpdateSubscriptionRequestWithBody constructs an http.Request for the UpdateSubscription method, with any body, and a specified content type
+func NewUpdateSubscriptionRequestWithBody(server string, subscriptionId string, params *UpdateSubscriptionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "subscription_id", subscriptionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/subscriptions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRotateSubscriptionSecretRequest constructs an http.Request for the RotateSubscriptionSecret method
+func NewRotateSubscriptionSecretRequest(server string, subscriptionId string, params *RotateSubscriptionSecretParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "subscription_id", subscriptionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/subscriptions/%s/rotate-secret", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebProvidersRequest constructs an http.Request for the ListWebProviders method
 func NewListWebProvidersRequest(server string, params *ListWebProvidersParams) (*http.Request, error) {
 	var err error
@@ -9924,6 +12172,113 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/environment-providers/{provider_id}/test (the `TestEnvironmentProvider` operationId).
 	TestEnvironmentProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestEnvironmentProviderResponse, error)
 
+	// ListEnvironmentTemplatesWithResponse List the environment templates of the key's workspace
+	//
+	// Newest first. Filters combine (all must hold):
+	//
+	// - `label=key:value`, repeatable up to 8 times: the template has every label given.
+	//   Nine selectors, or one that is not `key:value` with a valid key and value, is 400
+	//   naming `label`. Two selectors asking one key for different values match nothing.
+	// - `q`: a case-insensitive substring of the name or the description.
+	// - `archived`: templates are not archived; they are disabled. `archived=true` lists
+	//   the disabled templates, `archived=false` the enabled ones; left out, both.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/environment-templates (the `ListEnvironmentTemplates` operationId).
+	ListEnvironmentTemplatesWithResponse(ctx context.Context, params *ListEnvironmentTemplatesParams, reqEditors ...RequestEditorFn) (*ListEnvironmentTemplatesResponse, error)
+
+	// CreateEnvironmentTemplateWithBodyWithResponse Create an environment template
+	//
+	// `environment_provider_id` must be an enabled environment provider of the workspace
+	// (another workspace's id or an absent one is 404, a provider of another kind 400, a
+	// disabled provider 409 `disabled`). `config` is validated by the provider type's
+	// `environment_schema` (`GET /api/v1/provider-types/environment`). The idle thresholds
+	// (60 to 31536000 seconds, or null for never) need a type that can stop, respectively
+	// delete, its environments; `idle_delete_seconds` is at least `idle_stop_seconds`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/environment-templates (the `CreateEnvironmentTemplate` operationId).
+	CreateEnvironmentTemplateWithBodyWithResponse(ctx context.Context, params *CreateEnvironmentTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEnvironmentTemplateResponse, error)
+
+	// CreateEnvironmentTemplateWithResponse Create an environment template
+	//
+	// `environment_provider_id` must be an enabled environment provider of the workspace
+	// (another workspace's id or an absent one is 404, a provider of another kind 400, a
+	// disabled provider 409 `disabled`). `config` is validated by the provider type's
+	// `environment_schema` (`GET /api/v1/provider-types/environment`). The idle thresholds
+	// (60 to 31536000 seconds, or null for never) need a type that can stop, respectively
+	// delete, its environments; `idle_delete_seconds` is at least `idle_stop_seconds`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/environment-templates (the `CreateEnvironmentTemplate` operationId).
+	CreateEnvironmentTemplateWithResponse(ctx context.Context, params *CreateEnvironmentTemplateParams, body CreateEnvironmentTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEnvironmentTemplateResponse, error)
+
+	// GetEnvironmentTemplateWithResponse Read an environment template
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/environment-templates/{environment_template_id} (the `GetEnvironmentTemplate` operationId).
+	GetEnvironmentTemplateWithResponse(ctx context.Context, environmentTemplateId string, reqEditors ...RequestEditorFn) (*GetEnvironmentTemplateResponse, error)
+
+	// UpdateEnvironmentTemplateWithBodyWithResponse Change an environment template
+	//
+	// Members left out keep their values; the provider never changes. `config` and
+	// `labels` replace the stored ones whole. A threshold set to `null` is removed. A change
+	// of `config` or of a threshold is validated against the provider's type again (the
+	// provider may be disabled meanwhile: editing is not new use). `enabled: false`
+	// disables the template: new use stops at once. A change to nothing keeps the version.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/environment-templates/{environment_template_id} (the `UpdateEnvironmentTemplate` operationId).
+	UpdateEnvironmentTemplateWithBodyWithResponse(ctx context.Context, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEnvironmentTemplateResponse, error)
+
+	// UpdateEnvironmentTemplateWithResponse Change an environment template
+	//
+	// Members left out keep their values; the provider never changes. `config` and
+	// `labels` replace the stored ones whole. A threshold set to `null` is removed. A change
+	// of `config` or of a threshold is validated against the provider's type again (the
+	// provider may be disabled meanwhile: editing is not new use). `enabled: false`
+	// disables the template: new use stops at once. A change to nothing keeps the version.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/environment-templates/{environment_template_id} (the `UpdateEnvironmentTemplate` operationId).
+	UpdateEnvironmentTemplateWithResponse(ctx context.Context, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, body UpdateEnvironmentTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEnvironmentTemplateResponse, error)
+
+	// ListEnvironmentsWithResponse List the environments of the key's workspace
+	//
+	// Newest first, in every status (deleted environments stay as history). With
+	// `template_id`, only that template's environments; a template of another workspace,
+	// or none, lists nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/environments (the `ListEnvironments` operationId).
+	ListEnvironmentsWithResponse(ctx context.Context, params *ListEnvironmentsParams, reqEditors ...RequestEditorFn) (*ListEnvironmentsResponse, error)
+
+	// DeleteEnvironmentWithResponse Delete an environment
+	//
+	// Deletion is asynchronous: the environment moves to `deleting` at once (a new version)
+	// and the `maintain_environments` sweep destroys the vendor's instance, then sets
+	// `deleted`. The environment stays readable with its status. Deleting an environment
+	// that is already `deleting` or `deleted` changes nothing and answers 204.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/environments/{environment_id} (the `DeleteEnvironment` operationId).
+	DeleteEnvironmentWithResponse(ctx context.Context, environmentId string, params *DeleteEnvironmentParams, reqEditors ...RequestEditorFn) (*DeleteEnvironmentResponse, error)
+
+	// GetEnvironmentWithResponse Read an environment
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/environments/{environment_id} (the `GetEnvironment` operationId).
+	GetEnvironmentWithResponse(ctx context.Context, environmentId string, reqEditors ...RequestEditorFn) (*GetEnvironmentResponse, error)
+
 	// AcceptInvitationWithBodyWithResponse Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
@@ -10006,6 +12361,75 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/members/{principal_id} (the `UpdateMember` operationId).
 	UpdateMemberWithResponse(ctx context.Context, principalId PrincipalId, params *UpdateMemberParams, body UpdateMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMemberResponse, error)
+
+	// ListMemoriesWithResponse List the memories of the key's workspace
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/memories (the `ListMemories` operationId).
+	ListMemoriesWithResponse(ctx context.Context, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*ListMemoriesResponse, error)
+
+	// CreateMemoryWithBodyWithResponse Create a memory
+	//
+	// A `record` memory keeps its records with a memory provider: `memory_provider_id` must
+	// be an enabled memory provider of the workspace (another workspace's id or an absent
+	// one is 404, a provider of another kind 400, a disabled one 409 `disabled`), and svc
+	// gives the memory a namespace of its own there. A `builtin` memory is stored by svc
+	// and takes no provider.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/memories (the `CreateMemory` operationId).
+	CreateMemoryWithBodyWithResponse(ctx context.Context, params *CreateMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMemoryResponse, error)
+
+	// CreateMemoryWithResponse Create a memory
+	//
+	// A `record` memory keeps its records with a memory provider: `memory_provider_id` must
+	// be an enabled memory provider of the workspace (another workspace's id or an absent
+	// one is 404, a provider of another kind 400, a disabled one 409 `disabled`), and svc
+	// gives the memory a namespace of its own there. A `builtin` memory is stored by svc
+	// and takes no provider.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/memories (the `CreateMemory` operationId).
+	CreateMemoryWithResponse(ctx context.Context, params *CreateMemoryParams, body CreateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMemoryResponse, error)
+
+	// DeleteMemoryWithResponse Delete a memory and its records
+	//
+	// A builtin memory's records are deleted with it. A record memory's namespace is purged
+	// at its provider by the outbox (a `memory_namespace_purge` delivery queued in the same
+	// transaction, delivered at least once, even if the provider is disabled meanwhile).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/memories/{memory_id} (the `DeleteMemory` operationId).
+	DeleteMemoryWithResponse(ctx context.Context, memoryId string, params *DeleteMemoryParams, reqEditors ...RequestEditorFn) (*DeleteMemoryResponse, error)
+
+	// GetMemoryWithResponse Read a memory
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/memories/{memory_id} (the `GetMemory` operationId).
+	GetMemoryWithResponse(ctx context.Context, memoryId string, reqEditors ...RequestEditorFn) (*GetMemoryResponse, error)
+
+	// UpdateMemoryWithBodyWithResponse Rename or re-describe a memory
+	//
+	// Members left out keep their values. A change to nothing keeps the version.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
+	UpdateMemoryWithBodyWithResponse(ctx context.Context, memoryId string, params *UpdateMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMemoryResponse, error)
+
+	// UpdateMemoryWithResponse Rename or re-describe a memory
+	//
+	// Members left out keep their values. A change to nothing keeps the version.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
+	UpdateMemoryWithResponse(ctx context.Context, memoryId string, params *UpdateMemoryParams, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMemoryResponse, error)
 
 	// ListMemoryProvidersWithResponse List the memory providers of the key's workspace
 	//
@@ -10403,6 +12827,93 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/skills/{skill_id}/unarchive (the `UnarchiveSkill` operationId).
 	UnarchiveSkillWithResponse(ctx context.Context, skillId SkillId, params *UnarchiveSkillParams, reqEditors ...RequestEditorFn) (*UnarchiveSkillResponse, error)
+
+	// ListSubscriptionsWithResponse List the webhook subscriptions of the key's workspace
+	//
+	// Signing secrets are never shown.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/subscriptions (the `ListSubscriptions` operationId).
+	ListSubscriptionsWithResponse(ctx context.Context, params *ListSubscriptionsParams, reqEditors ...RequestEditorFn) (*ListSubscriptionsResponse, error)
+
+	// CreateSubscriptionWithBodyWithResponse Subscribe an endpoint to webhook events
+	//
+	// `url` must pass the deployment's endpoint policy (HTTPS to a public address unless the
+	// operator allows more; 400 naming `url`). `event_types` is a non-empty set of the
+	// event types below. The answer carries the signing secret (`whsec_...`, Standard
+	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
+	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
+	// same principal within 24 hours.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/subscriptions (the `CreateSubscription` operationId).
+	CreateSubscriptionWithBodyWithResponse(ctx context.Context, params *CreateSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSubscriptionResponse, error)
+
+	// CreateSubscriptionWithResponse Subscribe an endpoint to webhook events
+	//
+	// `url` must pass the deployment's endpoint policy (HTTPS to a public address unless the
+	// operator allows more; 400 naming `url`). `event_types` is a non-empty set of the
+	// event types below. The answer carries the signing secret (`whsec_...`, Standard
+	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
+	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
+	// same principal within 24 hours.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/subscriptions (the `CreateSubscription` operationId).
+	CreateSubscriptionWithResponse(ctx context.Context, params *CreateSubscriptionParams, body CreateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSubscriptionResponse, error)
+
+	// DeleteSubscriptionWithResponse Delete a webhook subscription
+	//
+	// No further deliveries are made to it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/subscriptions/{subscription_id} (the `DeleteSubscription` operationId).
+	DeleteSubscriptionWithResponse(ctx context.Context, subscriptionId string, params *DeleteSubscriptionParams, reqEditors ...RequestEditorFn) (*DeleteSubscriptionResponse, error)
+
+	// GetSubscriptionWithResponse Read a webhook subscription
+	//
+	// The signing secret is never shown.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/subscriptions/{subscription_id} (the `GetSubscription` operationId).
+	GetSubscriptionWithResponse(ctx context.Context, subscriptionId string, reqEditors ...RequestEditorFn) (*GetSubscriptionResponse, error)
+
+	// UpdateSubscriptionWithBodyWithResponse Change a webhook subscription
+	//
+	// Members left out keep their values; `event_types` replaces the whole set. A given
+	// `url` must pass the endpoint policy as it is now. `enabled: false` pauses deliveries.
+	// A change to nothing keeps the version.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
+	UpdateSubscriptionWithBodyWithResponse(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSubscriptionResponse, error)
+
+	// UpdateSubscriptionWithResponse Change a webhook subscription
+	//
+	// Members left out keep their values; `event_types` replaces the whole set. A given
+	// `url` must pass the endpoint policy as it is now. `enabled: false` pauses deliveries.
+	// A change to nothing keeps the version.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
+	UpdateSubscriptionWithResponse(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSubscriptionResponse, error)
+
+	// RotateSubscriptionSecretWithResponse Replace a subscription's signing secret
+	//
+	// Makes a new signing secret and answers it once; the old one stops signing at once.
+	// A change like any other: it needs `If-Match` and gives a new version.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/subscriptions/{subscription_id}/rotate-secret (the `RotateSubscriptionSecret` operationId).
+	RotateSubscriptionSecretWithResponse(ctx context.Context, subscriptionId string, params *RotateSubscriptionSecretParams, reqEditors ...RequestEditorFn) (*RotateSubscriptionSecretResponse, error)
 
 	// ListWebProvidersWithResponse List the web providers of the key's workspace
 	//
@@ -14055,6 +16566,791 @@ func (r TestEnvironmentProviderResponse) ContentType() string {
 	return ""
 }
 
+// ListEnvironmentTemplatesResponse429Headers the declared response headers of an HTTP 429 response for ListEnvironmentTemplates
+type ListEnvironmentTemplatesResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListEnvironmentTemplatesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EnvironmentTemplatePage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListEnvironmentTemplatesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEnvironmentTemplatesResponse) GetJSON200() *EnvironmentTemplatePage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListEnvironmentTemplatesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListEnvironmentTemplatesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEnvironmentTemplatesResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListEnvironmentTemplatesResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListEnvironmentTemplatesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListEnvironmentTemplatesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListEnvironmentTemplatesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEnvironmentTemplatesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEnvironmentTemplatesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEnvironmentTemplatesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEnvironmentTemplatesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateEnvironmentTemplateResponse201Headers the declared response headers of an HTTP 201 response for CreateEnvironmentTemplate
+type CreateEnvironmentTemplateResponse201Headers struct {
+	ETag     *string
+	Location *string
+}
+
+// CreateEnvironmentTemplateResponse429Headers the declared response headers of an HTTP 429 response for CreateEnvironmentTemplate
+type CreateEnvironmentTemplateResponse429Headers struct {
+	RetryAfter *int
+}
+
+type CreateEnvironmentTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *EnvironmentTemplate
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateEnvironmentTemplateResponse201Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateEnvironmentTemplateResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON201() *EnvironmentTemplate {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateEnvironmentTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateEnvironmentTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateEnvironmentTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateEnvironmentTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEnvironmentTemplateResponse200Headers the declared response headers of an HTTP 200 response for GetEnvironmentTemplate
+type GetEnvironmentTemplateResponse200Headers struct {
+	ETag *string
+}
+
+// GetEnvironmentTemplateResponse429Headers the declared response headers of an HTTP 429 response for GetEnvironmentTemplate
+type GetEnvironmentTemplateResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetEnvironmentTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EnvironmentTemplate
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetEnvironmentTemplateResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetEnvironmentTemplateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEnvironmentTemplateResponse) GetJSON200() *EnvironmentTemplate {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEnvironmentTemplateResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEnvironmentTemplateResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetEnvironmentTemplateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetEnvironmentTemplateResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetEnvironmentTemplateResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetEnvironmentTemplateResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetEnvironmentTemplateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEnvironmentTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEnvironmentTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEnvironmentTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEnvironmentTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateEnvironmentTemplateResponse200Headers the declared response headers of an HTTP 200 response for UpdateEnvironmentTemplate
+type UpdateEnvironmentTemplateResponse200Headers struct {
+	ETag *string
+}
+
+// UpdateEnvironmentTemplateResponse429Headers the declared response headers of an HTTP 429 response for UpdateEnvironmentTemplate
+type UpdateEnvironmentTemplateResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UpdateEnvironmentTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EnvironmentTemplate
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateEnvironmentTemplateResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateEnvironmentTemplateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON200() *EnvironmentTemplate {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateEnvironmentTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateEnvironmentTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateEnvironmentTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateEnvironmentTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListEnvironmentsResponse429Headers the declared response headers of an HTTP 429 response for ListEnvironments
+type ListEnvironmentsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListEnvironmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EnvironmentPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListEnvironmentsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEnvironmentsResponse) GetJSON200() *EnvironmentPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListEnvironmentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListEnvironmentsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEnvironmentsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListEnvironmentsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListEnvironmentsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListEnvironmentsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListEnvironmentsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEnvironmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEnvironmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEnvironmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEnvironmentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteEnvironmentResponse429Headers the declared response headers of an HTTP 429 response for DeleteEnvironment
+type DeleteEnvironmentResponse429Headers struct {
+	RetryAfter *int
+}
+
+type DeleteEnvironmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteEnvironmentResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteEnvironmentResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteEnvironmentResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteEnvironmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r DeleteEnvironmentResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r DeleteEnvironmentResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r DeleteEnvironmentResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteEnvironmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteEnvironmentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteEnvironmentResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteEnvironmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteEnvironmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteEnvironmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteEnvironmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEnvironmentResponse200Headers the declared response headers of an HTTP 200 response for GetEnvironment
+type GetEnvironmentResponse200Headers struct {
+	ETag *string
+}
+
+// GetEnvironmentResponse429Headers the declared response headers of an HTTP 429 response for GetEnvironment
+type GetEnvironmentResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetEnvironmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Environment
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetEnvironmentResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetEnvironmentResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEnvironmentResponse) GetJSON200() *Environment {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEnvironmentResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEnvironmentResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetEnvironmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetEnvironmentResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetEnvironmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetEnvironmentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetEnvironmentResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEnvironmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEnvironmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEnvironmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEnvironmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // AcceptInvitationResponse429Headers the declared response headers of an HTTP 429 response for AcceptInvitation
 type AcceptInvitationResponse429Headers struct {
 	RetryAfter *int
@@ -14819,6 +18115,583 @@ func (r UpdateMemberResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMemoriesResponse429Headers the declared response headers of an HTTP 429 response for ListMemories
+type ListMemoriesResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListMemoriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MemoryPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMemoriesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMemoriesResponse) GetJSON200() *MemoryPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListMemoriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMemoriesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMemoriesResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListMemoriesResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListMemoriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListMemoriesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListMemoriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMemoriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMemoriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMemoriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMemoriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateMemoryResponse201Headers the declared response headers of an HTTP 201 response for CreateMemory
+type CreateMemoryResponse201Headers struct {
+	ETag     *string
+	Location *string
+}
+
+// CreateMemoryResponse429Headers the declared response headers of an HTTP 429 response for CreateMemory
+type CreateMemoryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type CreateMemoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Memory
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateMemoryResponse201Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateMemoryResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateMemoryResponse) GetJSON201() *Memory {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateMemoryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateMemoryResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateMemoryResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateMemoryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r CreateMemoryResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateMemoryResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateMemoryResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateMemoryResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateMemoryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateMemoryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateMemoryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateMemoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateMemoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateMemoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateMemoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteMemoryResponse429Headers the declared response headers of an HTTP 429 response for DeleteMemory
+type DeleteMemoryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type DeleteMemoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteMemoryResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteMemoryResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteMemoryResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteMemoryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r DeleteMemoryResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r DeleteMemoryResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r DeleteMemoryResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteMemoryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteMemoryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteMemoryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteMemoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteMemoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteMemoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteMemoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetMemoryResponse200Headers the declared response headers of an HTTP 200 response for GetMemory
+type GetMemoryResponse200Headers struct {
+	ETag *string
+}
+
+// GetMemoryResponse429Headers the declared response headers of an HTTP 429 response for GetMemory
+type GetMemoryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetMemoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Memory
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetMemoryResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMemoryResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMemoryResponse) GetJSON200() *Memory {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMemoryResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMemoryResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMemoryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetMemoryResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetMemoryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetMemoryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetMemoryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMemoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMemoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMemoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMemoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateMemoryResponse200Headers the declared response headers of an HTTP 200 response for UpdateMemory
+type UpdateMemoryResponse200Headers struct {
+	ETag *string
+}
+
+// UpdateMemoryResponse429Headers the declared response headers of an HTTP 429 response for UpdateMemory
+type UpdateMemoryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UpdateMemoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Memory
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateMemoryResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateMemoryResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateMemoryResponse) GetJSON200() *Memory {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateMemoryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateMemoryResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateMemoryResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateMemoryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r UpdateMemoryResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r UpdateMemoryResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateMemoryResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateMemoryResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r UpdateMemoryResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateMemoryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateMemoryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateMemoryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateMemoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateMemoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateMemoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateMemoryResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17883,6 +21756,694 @@ func (r UnarchiveSkillResponse) ContentType() string {
 	return ""
 }
 
+// ListSubscriptionsResponse429Headers the declared response headers of an HTTP 429 response for ListSubscriptions
+type ListSubscriptionsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListSubscriptionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubscriptionPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSubscriptionsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSubscriptionsResponse) GetJSON200() *SubscriptionPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSubscriptionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSubscriptionsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSubscriptionsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListSubscriptionsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSubscriptionsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSubscriptionsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSubscriptionsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSubscriptionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSubscriptionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSubscriptionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSubscriptionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateSubscriptionResponse201Headers the declared response headers of an HTTP 201 response for CreateSubscription
+type CreateSubscriptionResponse201Headers struct {
+	ETag     *string
+	Location *string
+}
+
+// CreateSubscriptionResponse429Headers the declared response headers of an HTTP 429 response for CreateSubscription
+type CreateSubscriptionResponse429Headers struct {
+	RetryAfter *int
+}
+
+type CreateSubscriptionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SubscriptionWithSecret
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateSubscriptionResponse201Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateSubscriptionResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON201() *SubscriptionWithSecret {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateSubscriptionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSubscriptionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSubscriptionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteSubscriptionResponse429Headers the declared response headers of an HTTP 429 response for DeleteSubscription
+type DeleteSubscriptionResponse429Headers struct {
+	RetryAfter *int
+}
+
+type DeleteSubscriptionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteSubscriptionResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSubscriptionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSubscriptionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSubscriptionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSubscriptionResponse200Headers the declared response headers of an HTTP 200 response for GetSubscription
+type GetSubscriptionResponse200Headers struct {
+	ETag *string
+}
+
+// GetSubscriptionResponse429Headers the declared response headers of an HTTP 429 response for GetSubscription
+type GetSubscriptionResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetSubscriptionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Subscription
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSubscriptionResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSubscriptionResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSubscriptionResponse) GetJSON200() *Subscription {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSubscriptionResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSubscriptionResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSubscriptionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetSubscriptionResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSubscriptionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSubscriptionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSubscriptionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSubscriptionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSubscriptionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSubscriptionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateSubscriptionResponse200Headers the declared response headers of an HTTP 200 response for UpdateSubscription
+type UpdateSubscriptionResponse200Headers struct {
+	ETag *string
+}
+
+// UpdateSubscriptionResponse429Headers the declared response headers of an HTTP 429 response for UpdateSubscription
+type UpdateSubscriptionResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UpdateSubscriptionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Subscription
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateSubscriptionResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateSubscriptionResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON200() *Subscription {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateSubscriptionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateSubscriptionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateSubscriptionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RotateSubscriptionSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateSubscriptionSecret
+type RotateSubscriptionSecretResponse200Headers struct {
+	ETag *string
+}
+
+// RotateSubscriptionSecretResponse429Headers the declared response headers of an HTTP 429 response for RotateSubscriptionSecret
+type RotateSubscriptionSecretResponse429Headers struct {
+	RetryAfter *int
+}
+
+type RotateSubscriptionSecretResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubscriptionWithSecret
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RotateSubscriptionSecretResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateSubscriptionSecretResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON200() *SubscriptionWithSecret {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RotateSubscriptionSecretResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RotateSubscriptionSecretResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateSubscriptionSecretResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateSubscriptionSecretResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RotateSubscriptionSecretResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebProvidersResponse429Headers the declared response headers of an HTTP 429 response for ListWebProviders
 type ListWebProvidersResponse429Headers struct {
 	RetryAfter *int
@@ -19940,6 +24501,167 @@ func (c *ClientWithResponses) TestEnvironmentProviderWithResponse(ctx context.Co
 	return ParseTestEnvironmentProviderResponse(rsp)
 }
 
+// ListEnvironmentTemplatesWithResponse List the environment templates of the key's workspace
+//
+// Newest first. Filters combine (all must hold):
+//
+//   - `label=key:value`, repeatable up to 8 times: the template has every label given.
+//     Nine selectors, or one that is not `key:value` with a valid key and value, is 400
+//     naming `label`. Two selectors asking one key for different values match nothing.
+//   - `q`: a case-insensitive substring of the name or the description.
+//   - `archived`: templates are not archived; they are disabled. `archived=true` lists
+//     the disabled templates, `archived=false` the enabled ones; left out, both.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/environment-templates (the `ListEnvironmentTemplates` operationId).
+func (c *ClientWithResponses) ListEnvironmentTemplatesWithResponse(ctx context.Context, params *ListEnvironmentTemplatesParams, reqEditors ...RequestEditorFn) (*ListEnvironmentTemplatesResponse, error) {
+	rsp, err := c.ListEnvironmentTemplates(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEnvironmentTemplatesResponse(rsp)
+}
+
+// CreateEnvironmentTemplateWithBodyWithResponse Create an environment template
+//
+// `environment_provider_id` must be an enabled environment provider of the workspace
+// (another workspace's id or an absent one is 404, a provider of another kind 400, a
+// disabled provider 409 `disabled`). `config` is validated by the provider type's
+// `environment_schema` (`GET /api/v1/provider-types/environment`). The idle thresholds
+// (60 to 31536000 seconds, or null for never) need a type that can stop, respectively
+// delete, its environments; `idle_delete_seconds` is at least `idle_stop_seconds`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/environment-templates (the `CreateEnvironmentTemplate` operationId).
+func (c *ClientWithResponses) CreateEnvironmentTemplateWithBodyWithResponse(ctx context.Context, params *CreateEnvironmentTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEnvironmentTemplateResponse, error) {
+	rsp, err := c.CreateEnvironmentTemplateWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEnvironmentTemplateResponse(rsp)
+}
+
+// CreateEnvironmentTemplateWithResponse Create an environment template
+//
+// `environment_provider_id` must be an enabled environment provider of the workspace
+// (another workspace's id or an absent one is 404, a provider of another kind 400, a
+// disabled provider 409 `disabled`). `config` is validated by the provider type's
+// `environment_schema` (`GET /api/v1/provider-types/environment`). The idle thresholds
+// (60 to 31536000 seconds, or null for never) need a type that can stop, respectively
+// delete, its environments; `idle_delete_seconds` is at least `idle_stop_seconds`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/environment-templates (the `CreateEnvironmentTemplate` operationId).
+func (c *ClientWithResponses) CreateEnvironmentTemplateWithResponse(ctx context.Context, params *CreateEnvironmentTemplateParams, body CreateEnvironmentTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEnvironmentTemplateResponse, error) {
+	rsp, err := c.CreateEnvironmentTemplate(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEnvironmentTemplateResponse(rsp)
+}
+
+// GetEnvironmentTemplateWithResponse Read an environment template
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/environment-templates/{environment_template_id} (the `GetEnvironmentTemplate` operationId).
+func (c *ClientWithResponses) GetEnvironmentTemplateWithResponse(ctx context.Context, environmentTemplateId string, reqEditors ...RequestEditorFn) (*GetEnvironmentTemplateResponse, error) {
+	rsp, err := c.GetEnvironmentTemplate(ctx, environmentTemplateId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEnvironmentTemplateResponse(rsp)
+}
+
+// UpdateEnvironmentTemplateWithBodyWithResponse Change an environment template
+//
+// Members left out keep their values; the provider never changes. `config` and
+// `labels` replace the stored ones whole. A threshold set to `null` is removed. A change
+// of `config` or of a threshold is validated against the provider's type again (the
+// provider may be disabled meanwhile: editing is not new use). `enabled: false`
+// disables the template: new use stops at once. A change to nothing keeps the version.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/environment-templates/{environment_template_id} (the `UpdateEnvironmentTemplate` operationId).
+func (c *ClientWithResponses) UpdateEnvironmentTemplateWithBodyWithResponse(ctx context.Context, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEnvironmentTemplateResponse, error) {
+	rsp, err := c.UpdateEnvironmentTemplateWithBody(ctx, environmentTemplateId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEnvironmentTemplateResponse(rsp)
+}
+
+// UpdateEnvironmentTemplateWithResponse Change an environment template
+//
+// Members left out keep their values; the provider never changes. `config` and
+// `labels` replace the stored ones whole. A threshold set to `null` is removed. A change
+// of `config` or of a threshold is validated against the provider's type again (the
+// provider may be disabled meanwhile: editing is not new use). `enabled: false`
+// disables the template: new use stops at once. A change to nothing keeps the version.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/environment-templates/{environment_template_id} (the `UpdateEnvironmentTemplate` operationId).
+func (c *ClientWithResponses) UpdateEnvironmentTemplateWithResponse(ctx context.Context, environmentTemplateId string, params *UpdateEnvironmentTemplateParams, body UpdateEnvironmentTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEnvironmentTemplateResponse, error) {
+	rsp, err := c.UpdateEnvironmentTemplate(ctx, environmentTemplateId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEnvironmentTemplateResponse(rsp)
+}
+
+// ListEnvironmentsWithResponse List the environments of the key's workspace
+//
+// Newest first, in every status (deleted environments stay as history). With
+// `template_id`, only that template's environments; a template of another workspace,
+// or none, lists nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/environments (the `ListEnvironments` operationId).
+func (c *ClientWithResponses) ListEnvironmentsWithResponse(ctx context.Context, params *ListEnvironmentsParams, reqEditors ...RequestEditorFn) (*ListEnvironmentsResponse, error) {
+	rsp, err := c.ListEnvironments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEnvironmentsResponse(rsp)
+}
+
+// DeleteEnvironmentWithResponse Delete an environment
+//
+// Deletion is asynchronous: the environment moves to `deleting` at once (a new version)
+// and the `maintain_environments` sweep destroys the vendor's instance, then sets
+// `deleted`. The environment stays readable with its status. Deleting an environment
+// that is already `deleting` or `deleted` changes nothing and answers 204.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/environments/{environment_id} (the `DeleteEnvironment` operationId).
+func (c *ClientWithResponses) DeleteEnvironmentWithResponse(ctx context.Context, environmentId string, params *DeleteEnvironmentParams, reqEditors ...RequestEditorFn) (*DeleteEnvironmentResponse, error) {
+	rsp, err := c.DeleteEnvironment(ctx, environmentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteEnvironmentResponse(rsp)
+}
+
+// GetEnvironmentWithResponse Read an environment
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/environments/{environment_id} (the `GetEnvironment` operationId).
+func (c *ClientWithResponses) GetEnvironmentWithResponse(ctx context.Context, environmentId string, reqEditors ...RequestEditorFn) (*GetEnvironmentResponse, error) {
+	rsp, err := c.GetEnvironment(ctx, environmentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEnvironmentResponse(rsp)
+}
+
 // AcceptInvitationWithBodyWithResponse Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
@@ -20075,6 +24797,117 @@ func (c *ClientWithResponses) UpdateMemberWithResponse(ctx context.Context, prin
 		return nil, err
 	}
 	return ParseUpdateMemberResponse(rsp)
+}
+
+// ListMemoriesWithResponse List the memories of the key's workspace
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/memories (the `ListMemories` operationId).
+func (c *ClientWithResponses) ListMemoriesWithResponse(ctx context.Context, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*ListMemoriesResponse, error) {
+	rsp, err := c.ListMemories(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMemoriesResponse(rsp)
+}
+
+// CreateMemoryWithBodyWithResponse Create a memory
+//
+// A `record` memory keeps its records with a memory provider: `memory_provider_id` must
+// be an enabled memory provider of the workspace (another workspace's id or an absent
+// one is 404, a provider of another kind 400, a disabled one 409 `disabled`), and svc
+// gives the memory a namespace of its own there. A `builtin` memory is stored by svc
+// and takes no provider.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/memories (the `CreateMemory` operationId).
+func (c *ClientWithResponses) CreateMemoryWithBodyWithResponse(ctx context.Context, params *CreateMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMemoryResponse, error) {
+	rsp, err := c.CreateMemoryWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMemoryResponse(rsp)
+}
+
+// CreateMemoryWithResponse Create a memory
+//
+// A `record` memory keeps its records with a memory provider: `memory_provider_id` must
+// be an enabled memory provider of the workspace (another workspace's id or an absent
+// one is 404, a provider of another kind 400, a disabled one 409 `disabled`), and svc
+// gives the memory a namespace of its own there. A `builtin` memory is stored by svc
+// and takes no provider.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/memories (the `CreateMemory` operationId).
+func (c *ClientWithResponses) CreateMemoryWithResponse(ctx context.Context, params *CreateMemoryParams, body CreateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMemoryResponse, error) {
+	rsp, err := c.CreateMemory(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMemoryResponse(rsp)
+}
+
+// DeleteMemoryWithResponse Delete a memory and its records
+//
+// A builtin memory's records are deleted with it. A record memory's namespace is purged
+// at its provider by the outbox (a `memory_namespace_purge` delivery queued in the same
+// transaction, delivered at least once, even if the provider is disabled meanwhile).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/memories/{memory_id} (the `DeleteMemory` operationId).
+func (c *ClientWithResponses) DeleteMemoryWithResponse(ctx context.Context, memoryId string, params *DeleteMemoryParams, reqEditors ...RequestEditorFn) (*DeleteMemoryResponse, error) {
+	rsp, err := c.DeleteMemory(ctx, memoryId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteMemoryResponse(rsp)
+}
+
+// GetMemoryWithResponse Read a memory
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/memories/{memory_id} (the `GetMemory` operationId).
+func (c *ClientWithResponses) GetMemoryWithResponse(ctx context.Context, memoryId string, reqEditors ...RequestEditorFn) (*GetMemoryResponse, error) {
+	rsp, err := c.GetMemory(ctx, memoryId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMemoryResponse(rsp)
+}
+
+// UpdateMemoryWithBodyWithResponse Rename or re-describe a memory
+//
+// Members left out keep their values. A change to nothing keeps the version.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
+func (c *ClientWithResponses) UpdateMemoryWithBodyWithResponse(ctx context.Context, memoryId string, params *UpdateMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMemoryResponse, error) {
+	rsp, err := c.UpdateMemoryWithBody(ctx, memoryId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateMemoryResponse(rsp)
+}
+
+// UpdateMemoryWithResponse Rename or re-describe a memory
+//
+// Members left out keep their values. A change to nothing keeps the version.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
+func (c *ClientWithResponses) UpdateMemoryWithResponse(ctx context.Context, memoryId string, params *UpdateMemoryParams, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMemoryResponse, error) {
+	rsp, err := c.UpdateMemory(ctx, memoryId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateMemoryResponse(rsp)
 }
 
 // ListMemoryProvidersWithResponse List the memory providers of the key's workspace
@@ -20694,6 +25527,141 @@ func (c *ClientWithResponses) UnarchiveSkillWithResponse(ctx context.Context, sk
 		return nil, err
 	}
 	return ParseUnarchiveSkillResponse(rsp)
+}
+
+// ListSubscriptionsWithResponse List the webhook subscriptions of the key's workspace
+//
+// Signing secrets are never shown.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/subscriptions (the `ListSubscriptions` operationId).
+func (c *ClientWithResponses) ListSubscriptionsWithResponse(ctx context.Context, params *ListSubscriptionsParams, reqEditors ...RequestEditorFn) (*ListSubscriptionsResponse, error) {
+	rsp, err := c.ListSubscriptions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSubscriptionsResponse(rsp)
+}
+
+// CreateSubscriptionWithBodyWithResponse Subscribe an endpoint to webhook events
+//
+// `url` must pass the deployment's endpoint policy (HTTPS to a public address unless the
+// operator allows more; 400 naming `url`). `event_types` is a non-empty set of the
+// event types below. The answer carries the signing secret (`whsec_...`, Standard
+// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
+// retry with the same `Idempotency-Key` replays this answer, secret included, to the
+// same principal within 24 hours.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/subscriptions (the `CreateSubscription` operationId).
+func (c *ClientWithResponses) CreateSubscriptionWithBodyWithResponse(ctx context.Context, params *CreateSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSubscriptionResponse, error) {
+	rsp, err := c.CreateSubscriptionWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSubscriptionResponse(rsp)
+}
+
+// CreateSubscriptionWithResponse Subscribe an endpoint to webhook events
+//
+// `url` must pass the deployment's endpoint policy (HTTPS to a public address unless the
+// operator allows more; 400 naming `url`). `event_types` is a non-empty set of the
+// event types below. The answer carries the signing secret (`whsec_...`, Standard
+// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
+// retry with the same `Idempotency-Key` replays this answer, secret included, to the
+// same principal within 24 hours.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/subscriptions (the `CreateSubscription` operationId).
+func (c *ClientWithResponses) CreateSubscriptionWithResponse(ctx context.Context, params *CreateSubscriptionParams, body CreateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSubscriptionResponse, error) {
+	rsp, err := c.CreateSubscription(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSubscriptionResponse(rsp)
+}
+
+// DeleteSubscriptionWithResponse Delete a webhook subscription
+//
+// No further deliveries are made to it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/subscriptions/{subscription_id} (the `DeleteSubscription` operationId).
+func (c *ClientWithResponses) DeleteSubscriptionWithResponse(ctx context.Context, subscriptionId string, params *DeleteSubscriptionParams, reqEditors ...RequestEditorFn) (*DeleteSubscriptionResponse, error) {
+	rsp, err := c.DeleteSubscription(ctx, subscriptionId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSubscriptionResponse(rsp)
+}
+
+// GetSubscriptionWithResponse Read a webhook subscription
+//
+// The signing secret is never shown.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/subscriptions/{subscription_id} (the `GetSubscription` operationId).
+func (c *ClientWithResponses) GetSubscriptionWithResponse(ctx context.Context, subscriptionId string, reqEditors ...RequestEditorFn) (*GetSubscriptionResponse, error) {
+	rsp, err := c.GetSubscription(ctx, subscriptionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSubscriptionResponse(rsp)
+}
+
+// UpdateSubscriptionWithBodyWithResponse Change a webhook subscription
+//
+// Members left out keep their values; `event_types` replaces the whole set. A given
+// `url` must pass the endpoint policy as it is now. `enabled: false` pauses deliveries.
+// A change to nothing keeps the version.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
+func (c *ClientWithResponses) UpdateSubscriptionWithBodyWithResponse(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSubscriptionResponse, error) {
+	rsp, err := c.UpdateSubscriptionWithBody(ctx, subscriptionId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSubscriptionResponse(rsp)
+}
+
+// UpdateSubscriptionWithResponse Change a webhook subscription
+//
+// Members left out keep their values; `event_types` replaces the whole set. A given
+// `url` must pass the endpoint policy as it is now. `enabled: false` pauses deliveries.
+// A change to nothing keeps the version.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
+func (c *ClientWithResponses) UpdateSubscriptionWithResponse(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSubscriptionResponse, error) {
+	rsp, err := c.UpdateSubscription(ctx, subscriptionId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSubscriptionResponse(rsp)
+}
+
+// RotateSubscriptionSecretWithResponse Replace a subscription's signing secret
+//
+// Makes a new signing secret and answers it once; the old one stops signing at once.
+// A change like any other: it needs `If-Match` and gives a new version.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/subscriptions/{subscription_id}/rotate-secret (the `RotateSubscriptionSecret` operationId).
+func (c *ClientWithResponses) RotateSubscriptionSecretWithResponse(ctx context.Context, subscriptionId string, params *RotateSubscriptionSecretParams, reqEditors ...RequestEditorFn) (*RotateSubscriptionSecretResponse, error) {
+	rsp, err := c.RotateSubscriptionSecret(ctx, subscriptionId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateSubscriptionSecretResponse(rsp)
 }
 
 // ListWebProvidersWithResponse List the web providers of the key's workspace
@@ -24280,6 +29248,749 @@ func ParseTestEnvironmentProviderResponse(rsp *http.Response) (*TestEnvironmentP
 	return response, nil
 }
 
+// ParseListEnvironmentTemplatesResponse parses an HTTP response from a ListEnvironmentTemplatesWithResponse call
+func ParseListEnvironmentTemplatesResponse(rsp *http.Response) (*ListEnvironmentTemplatesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEnvironmentTemplatesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EnvironmentTemplatePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListEnvironmentTemplatesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateEnvironmentTemplateResponse parses an HTTP response from a CreateEnvironmentTemplateWithResponse call
+func ParseCreateEnvironmentTemplateResponse(rsp *http.Response) (*CreateEnvironmentTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateEnvironmentTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest EnvironmentTemplate
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateEnvironmentTemplateResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateEnvironmentTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetEnvironmentTemplateResponse parses an HTTP response from a GetEnvironmentTemplateWithResponse call
+func ParseGetEnvironmentTemplateResponse(rsp *http.Response) (*GetEnvironmentTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEnvironmentTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EnvironmentTemplate
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetEnvironmentTemplateResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetEnvironmentTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateEnvironmentTemplateResponse parses an HTTP response from a UpdateEnvironmentTemplateWithResponse call
+func ParseUpdateEnvironmentTemplateResponse(rsp *http.Response) (*UpdateEnvironmentTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateEnvironmentTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EnvironmentTemplate
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateEnvironmentTemplateResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateEnvironmentTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListEnvironmentsResponse parses an HTTP response from a ListEnvironmentsWithResponse call
+func ParseListEnvironmentsResponse(rsp *http.Response) (*ListEnvironmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEnvironmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EnvironmentPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListEnvironmentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteEnvironmentResponse parses an HTTP response from a DeleteEnvironmentWithResponse call
+func ParseDeleteEnvironmentResponse(rsp *http.Response) (*DeleteEnvironmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteEnvironmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteEnvironmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetEnvironmentResponse parses an HTTP response from a GetEnvironmentWithResponse call
+func ParseGetEnvironmentResponse(rsp *http.Response) (*GetEnvironmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEnvironmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Environment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetEnvironmentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetEnvironmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseAcceptInvitationResponse parses an HTTP response from a AcceptInvitationWithResponse call
 func ParseAcceptInvitationResponse(rsp *http.Response) (*AcceptInvitationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24986,6 +30697,556 @@ func ParseUpdateMemberResponse(rsp *http.Response) (*UpdateMemberResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateMemberResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMemoriesResponse parses an HTTP response from a ListMemoriesWithResponse call
+func ParseListMemoriesResponse(rsp *http.Response) (*ListMemoriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMemoriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MemoryPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListMemoriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateMemoryResponse parses an HTTP response from a CreateMemoryWithResponse call
+func ParseCreateMemoryResponse(rsp *http.Response) (*CreateMemoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateMemoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Memory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateMemoryResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateMemoryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteMemoryResponse parses an HTTP response from a DeleteMemoryWithResponse call
+func ParseDeleteMemoryResponse(rsp *http.Response) (*DeleteMemoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteMemoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteMemoryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetMemoryResponse parses an HTTP response from a GetMemoryWithResponse call
+func ParseGetMemoryResponse(rsp *http.Response) (*GetMemoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMemoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Memory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetMemoryResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMemoryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateMemoryResponse parses an HTTP response from a UpdateMemoryWithResponse call
+func ParseUpdateMemoryResponse(rsp *http.Response) (*UpdateMemoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateMemoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Memory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateMemoryResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateMemoryResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27873,6 +34134,661 @@ func ParseUnarchiveSkillResponse(rsp *http.Response) (*UnarchiveSkillResponse, e
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers UnarchiveSkillResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSubscriptionsResponse parses an HTTP response from a ListSubscriptionsWithResponse call
+func ParseListSubscriptionsResponse(rsp *http.Response) (*ListSubscriptionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSubscriptionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubscriptionPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListSubscriptionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateSubscriptionResponse parses an HTTP response from a CreateSubscriptionWithResponse call
+func ParseCreateSubscriptionResponse(rsp *http.Response) (*CreateSubscriptionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSubscriptionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SubscriptionWithSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateSubscriptionResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateSubscriptionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSubscriptionResponse parses an HTTP response from a DeleteSubscriptionWithResponse call
+func ParseDeleteSubscriptionResponse(rsp *http.Response) (*DeleteSubscriptionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSubscriptionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteSubscriptionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSubscriptionResponse parses an HTTP response from a GetSubscriptionWithResponse call
+func ParseGetSubscriptionResponse(rsp *http.Response) (*GetSubscriptionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSubscriptionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Subscription
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSubscriptionResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSubscriptionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateSubscriptionResponse parses an HTTP response from a UpdateSubscriptionWithResponse call
+func ParseUpdateSubscriptionResponse(rsp *http.Response) (*UpdateSubscriptionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateSubscriptionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Subscription
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateSubscriptionResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateSubscriptionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRotateSubscriptionSecretResponse parses an HTTP response from a RotateSubscriptionSecretWithResponse call
+func ParseRotateSubscriptionSecretResponse(rsp *http.Response) (*RotateSubscriptionSecretResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateSubscriptionSecretResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubscriptionWithSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RotateSubscriptionSecretResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers RotateSubscriptionSecretResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

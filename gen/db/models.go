@@ -75,6 +75,39 @@ type ConnectionOperation struct {
 	SettledAt    *time.Time `json:"settled_at"`
 }
 
+type Environment struct {
+	ID           string     `json:"id"`
+	WorkspaceID  string     `json:"workspace_id"`
+	TemplateID   string     `json:"template_id"`
+	ProviderID   string     `json:"provider_id"`
+	Status       string     `json:"status"`
+	VendorHandle []byte     `json:"vendor_handle"`
+	LastUsedAt   *time.Time `json:"last_used_at"`
+	Version      int32      `json:"version"`
+	CreatedByID  string     `json:"created_by_id"`
+	UpdatedByID  string     `json:"updated_by_id"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+}
+
+type EnvironmentTemplate struct {
+	ID                string          `json:"id"`
+	WorkspaceID       string          `json:"workspace_id"`
+	ProviderID        string          `json:"provider_id"`
+	Name              string          `json:"name"`
+	Description       string          `json:"description"`
+	Config            json.RawMessage `json:"config"`
+	IdleStopSeconds   *int32          `json:"idle_stop_seconds"`
+	IdleDeleteSeconds *int32          `json:"idle_delete_seconds"`
+	Labels            json.RawMessage `json:"labels"`
+	Enabled           bool            `json:"enabled"`
+	Version           int32           `json:"version"`
+	CreatedByID       string          `json:"created_by_id"`
+	UpdatedByID       string          `json:"updated_by_id"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+}
+
 type Head struct {
 	ID                   string          `json:"id"`
 	WorkspaceID          string          `json:"workspace_id"`
@@ -144,6 +177,30 @@ type MailLink struct {
 	ExpiresAt time.Time  `json:"expires_at"`
 	UsedAt    *time.Time `json:"used_at"`
 	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+type Memory struct {
+	ID          string    `json:"id"`
+	WorkspaceID string    `json:"workspace_id"`
+	Kind        string    `json:"kind"`
+	ProviderID  *string   `json:"provider_id"`
+	Namespace   *string   `json:"namespace"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Version     int32     `json:"version"`
+	CreatedByID string    `json:"created_by_id"`
+	UpdatedByID string    `json:"updated_by_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+type MemoryRecord struct {
+	ID          string          `json:"id"`
+	WorkspaceID string          `json:"workspace_id"`
+	MemoryID    string          `json:"memory_id"`
+	Content     string          `json:"content"`
+	Metadata    json.RawMessage `json:"metadata"`
+	CreatedAt   time.Time       `json:"created_at"`
 }
 
 type Model struct {
@@ -226,6 +283,21 @@ type Revision struct {
 	ContentHash string          `json:"content_hash"`
 	CreatedByID string          `json:"created_by_id"`
 	CreatedAt   time.Time       `json:"created_at"`
+}
+
+type Subscription struct {
+	ID          string    `json:"id"`
+	WorkspaceID string    `json:"workspace_id"`
+	Url         string    `json:"url"`
+	EventTypes  []string  `json:"event_types"`
+	Enabled     bool      `json:"enabled"`
+	Description string    `json:"description"`
+	Secret      []byte    `json:"secret"`
+	Version     int32     `json:"version"`
+	CreatedByID string    `json:"created_by_id"`
+	UpdatedByID string    `json:"updated_by_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 type SweepClaim struct {

@@ -96,6 +96,15 @@ func New(opts Options) (*echo.Echo, error) {
 	if srv.ConnectionHandlers, err = NewConnectionHandlers(opts.Deps); err != nil {
 		return nil, err
 	}
+	if srv.EnvironmentHandlers, err = NewEnvironmentHandlers(opts.Deps); err != nil {
+		return nil, err
+	}
+	if srv.MemoryHandlers, err = NewMemoryHandlers(opts.Deps); err != nil {
+		return nil, err
+	}
+	if srv.SubscriptionHandlers, err = NewSubscriptionHandlers(opts.Deps); err != nil {
+		return nil, err
+	}
 	handlers := api.NewStrictHandler(srv, nil)
 
 	c, err := loadContract()

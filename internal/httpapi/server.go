@@ -20,6 +20,9 @@ type Server struct {
 	*AgentHandlers
 	*SkillHandlers
 	*ConnectionHandlers
+	*EnvironmentHandlers
+	*MemoryHandlers
+	*SubscriptionHandlers
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)

@@ -26,6 +26,11 @@ const (
 	Connection   = "con"
 	// ConnectionOperation is a connection authorization operation.
 	ConnectionOperation = "cop"
+
+	EnvironmentTemplate = "et"
+	Environment         = "env"
+	Memory              = "mem"
+	Subscription        = "sub"
 )
 
 // New returns a new id of the given kind.

@@ -11,98 +11,129 @@ import (
 	"github.com/svcdev/svc/internal/labels"
 )
 
-// fields returns the detail fields of an invalid_argument error.
-func fields(t *testing.T, err error) []string {
+// fieldsOf returns the detail fields of an invalid_argument error.
+func fieldsOf(t *testing.T, err error) []string {
 	t.Helper()
-	e, ok := apperr.As(err)
-	require.True(t, ok, "%v", err)
-	require.Equal(t, apperr.KindInvalidArgument, e.Kind)
+	ae, ok := apperr.As(err)
+	require.True(t, ok, "an apperr: %v", err)
+	require.Equal(t, apperr.KindInvalidArgument, ae.Kind)
 	var out []string
-	for _, d := range e.Details {
+	for _, d := range ae.Details {
 		out = append(out, d.Field)
 	}
 	return out
 }
 
-func TestValidateAcceptsTheDocumentedShapes(t *testing.T) {
+func TestValidKey(t *testing.T) {
 	t.Parallel()
-	ok := map[string]string{
-		"team":                                "search",
-		"0":                                   "",
-		"app.kubernetes.io/name":              "svc",
-		"a_b-c":                               "with space and :colon",
-		"k" + strings.Repeat("x", 62):         strings.Repeat("v", 63),
-		"unicode":                             "caf\u00e9 \u65e5\u672c\u8a9e",
-		"emoji":                               "\U0001F680",
-		strings.Repeat("9", 63):               "x",
-		"trailing-dash-":                      "ok",
-		"dots.only.after.first":               "v",
-		"slash/ok":                            "v",
-		"digits123":                           "123",
-		"value-of-exactly-63-multibyte-chars": strings.Repeat("\u00e9", 63),
+	longest := "a" + strings.Repeat("b", 62)
+	for _, k := range []string{"a", "0", "team", "app.kubernetes.io/name", "a_b", "a-b", "x/y/z", longest} {
+		require.True(t, labels.ValidKey(k), "%q", k)
 	}
-	require.NoError(t, labels.Validate(ok))
+	for _, k := range []string{
+		"", longest + "c", "Team", "-a", ".a", "_a", "/a", "a b", "a:b", "a=b",
+		"\u0430pp",  // Cyrillic a
+		"app\u200b", // zero-width space
+		"caf\u00e9", // accented letter
+		"a\n",
+	} {
+		require.False(t, labels.ValidKey(k), "%q", k)
+	}
+}
+
+func TestValidValue(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"", "prod", "Prod Env", "a:b=c", "日本語", "🚀", strings.Repeat("é", 63)} {
+		require.True(t, labels.ValidValue(v), "%q", v)
+	}
+	for _, v := range []string{
+		strings.Repeat("a", 64), strings.Repeat("é", 64),
+		"a\tb", "a\nb", "a\x00", "a\x7f", "a\u200bb", "a\u00a0b", "a\u2028b", string([]byte{0xff}),
+	} {
+		require.False(t, labels.ValidValue(v), "%q", v)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
 	require.NoError(t, labels.Validate(nil))
-}
+	require.NoError(t, labels.Validate(map[string]string{"env": "prod", "team": ""}))
 
-func TestValidateCounts(t *testing.T) {
-	t.Parallel()
-	m := map[string]string{}
+	full := map[string]string{}
 	for i := range labels.MaxLabels {
-		m["k"+strconv.Itoa(i)] = "v"
+		full["k"+strconv.Itoa(i)] = "v"
 	}
-	require.NoError(t, labels.Validate(m))
-	m["one-more"] = "v"
-	require.Equal(t, []string{"labels"}, fields(t, labels.Validate(m)))
-}
+	require.NoError(t, labels.Validate(full), "32 labels are allowed")
+	full["k32"] = "v"
+	err := labels.Validate(full)
+	require.Equal(t, []string{"labels"}, fieldsOf(t, err), "33 labels are refused")
 
-func TestValidateRefusesBadKeysAndValues(t *testing.T) {
-	t.Parallel()
-	badKeys := []string{
-		"", "Team", "-lead", ".lead", "_lead", "/lead", "has space", "k:v", "caf\u00e9",
-		"\u0430pp", // Cyrillic a
-		"k" + strings.Repeat("x", 63),
-		"tab\t", "nul\x00",
-	}
-	for _, k := range badKeys {
-		require.Equal(t, []string{"labels"}, fields(t, labels.Validate(map[string]string{k: "v"})), "key %q", k)
-	}
-	badValues := []string{
-		strings.Repeat("v", 64),
-		strings.Repeat("\u00e9", 64),
-		"new\nline", "tab\t", "nul\x00", "del\x7f", "\u200b", // zero-width space is a format character
-		string([]byte{0xff, 0xfe}),
-	}
-	for _, v := range badValues {
-		require.Equal(t, []string{"labels.team"}, fields(t, labels.Validate(map[string]string{"team": v})), "value %q", v)
-	}
-	// Every offender is named, in key order.
-	err := labels.Validate(map[string]string{"b": "\n", "A": "x", "ok": "fine", "a": strings.Repeat("x", 64)})
-	require.Equal(t, []string{"labels", "labels.a", "labels.b"}, fields(t, err))
+	err = labels.Validate(map[string]string{"Bad Key": "v", "env": strings.Repeat("x", 64), "ok": "fine"})
+	require.Equal(t, []string{"labels", "labels.env"}, fieldsOf(t, err), "each refusal named, keys before values by key order")
+	ae, _ := apperr.As(err)
+	require.Contains(t, ae.Details[0].Reason, `"Bad Key"`)
+
+	long := strings.Repeat("K", 500)
+	err = labels.Validate(map[string]string{long: "v"})
+	ae, _ = apperr.As(err)
+	require.Less(t, len(ae.Details[0].Reason), 400, "a long key is not echoed whole")
 }
 
 func TestParseSelectors(t *testing.T) {
 	t.Parallel()
-	got, err := labels.ParseSelectors([]string{"team:search", "tier:gold", "url:http://x", "empty:", "team:search"})
+	got, err := labels.ParseSelectors([]string{"env:prod", "url:https://x:1", "empty:", "team:Core Team"})
 	require.NoError(t, err)
-	require.Equal(t, map[string]string{"team": "search", "tier": "gold", "url": "http://x", "empty": ""}, got)
+	require.Equal(t, []labels.Selector{{"env", "prod"}, {"url", "https://x:1"}, {"empty", ""}, {"team", "Core Team"}}, got)
+	require.Equal(t, "url:https://x:1", got[1].String())
 
-	got, err = labels.ParseSelectors(nil)
+	none, err := labels.ParseSelectors(nil)
 	require.NoError(t, err)
-	require.Empty(t, got)
+	require.Empty(t, none)
 
 	eight := make([]string, labels.MaxSelectors)
 	for i := range eight {
 		eight[i] = "k" + strconv.Itoa(i) + ":v"
 	}
 	_, err = labels.ParseSelectors(eight)
-	require.NoError(t, err)
-	require.Equal(t, []string{"label"}, fields(t, func() error { _, err := labels.ParseSelectors(append(eight, "k8:v")); return err }()))
+	require.NoError(t, err, "8 selectors are allowed")
+	_, err = labels.ParseSelectors(append(eight, "k8:v"))
+	require.Equal(t, []string{"label"}, fieldsOf(t, err), "9 selectors are refused")
+	same := []string{"a:b", "a:b", "a:b", "a:b", "a:b", "a:b", "a:b", "a:b", "a:b"}
+	_, err = labels.ParseSelectors(same)
+	require.Equal(t, []string{"label"}, fieldsOf(t, err), "repeats count too")
 
-	for _, s := range []string{"novalue", ":v", "Team:v", "team:" + strings.Repeat("v", 64), "team:a\nb", "bad key:v"} {
-		_, err := labels.ParseSelectors([]string{s})
-		require.Equal(t, []string{"label"}, fields(t, err), "selector %q", s)
+	for _, bad := range []string{"env", "", ":prod", "Env:prod", "env:" + strings.Repeat("x", 64), "env:a\nb", "\u0435nv:prod"} {
+		_, err := labels.ParseSelectors([]string{"ok:yes", bad})
+		require.Equal(t, []string{"label"}, fieldsOf(t, err), "%q", bad)
 	}
-	_, err = labels.ParseSelectors([]string{"team:a", "team:b"})
-	require.Equal(t, []string{"label"}, fields(t, err), "one key with two values")
+}
+
+func TestFilter(t *testing.T) {
+	t.Parallel()
+	f, ok := labels.Filter("ws_1", nil)
+	require.True(t, ok)
+	require.Nil(t, f, "no selectors, no filter")
+
+	f, ok = labels.Filter("ws_1", []labels.Selector{{"team", "core"}, {"env", "prod"}, {"env", "prod"}})
+	require.True(t, ok)
+	require.JSONEq(t, `{"":"ws_1","env":"prod","team":"core"}`, string(f), "one object scoped by the workspace; repeats count once")
+	require.False(t, labels.ValidKey(labels.ScopeKey), "the scope key is never a label key")
+
+	_, ok = labels.Filter("ws_1", []labels.Selector{{"env", "prod"}, {"env", "dev"}})
+	require.False(t, ok, "one key cannot have two values: nothing matches")
+}
+
+func TestEncodeDecode(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "{}", string(labels.Encode(nil)))
+	raw := labels.Encode(map[string]string{"b": "2", "a": "1"})
+	require.Equal(t, `{"a":"1","b":"2"}`, string(raw), "sorted keys")
+	back, err := labels.Decode(raw)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"a": "1", "b": "2"}, back)
+	empty, err := labels.Decode(nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{}, empty)
+	require.True(t, labels.Equal(nil, map[string]string{}))
+	require.False(t, labels.Equal(map[string]string{"a": "1"}, map[string]string{"a": "2"}))
 }

@@ -30,6 +30,7 @@ const (
 	IdempotencyResponse  = "idempotency_response"
 	ConnectionCredential = "connection_credential"
 	OperationVendorState = "connection_operation_vendor_state"
+	SubscriptionSecret   = "subscription_secret"
 )
 
 // column is one sealed column and how to find the additional data each of
@@ -85,6 +86,7 @@ var columns = []column{
 	{name: IdempotencyResponse, table: "idempotency_key", col: "response", extra: "NULL::jsonb", aad: idAAD},
 	{name: ConnectionCredential, table: "connection", col: "credential", extra: "NULL::jsonb", aad: idAAD},
 	{name: OperationVendorState, table: "connection_operation", col: "vendor_state", extra: "NULL::jsonb", aad: idAAD},
+	{name: SubscriptionSecret, table: "subscription", col: "secret", extra: "NULL::jsonb", aad: idAAD},
 }
 
 // Unreadable is a stored value that could not be re-sealed: its key is not in

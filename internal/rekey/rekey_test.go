@@ -92,6 +92,13 @@ VALUES ($1, $2, 'model', 'openai', $3, $4, $5, '{X-Org}', $6, $6)`,
 VALUES ($1, $2, $3, 'POST', '/x', '\x01', '\x02', 'completed', 201, $4, now() + interval '1 day')`, rid, admin.WorkspaceID, admin.PrincipalID, seal(t, old, resp, []byte(rid)))
 	require.NoError(t, err)
 	values = append(values, stored{rekey.IdempotencyResponse, "idempotency_key", "response", rid, []byte(rid), resp})
+	// A webhook subscription's signing secret (aad = subscription id).
+	sid := id.New(id.Subscription)
+	whsec := []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	_, err = pool.Exec(ctx, `INSERT INTO subscription (id, workspace_id, url, event_types, secret, created_by_id, updated_by_id)
+VALUES ($1, $2, 'https://93.184.216.34/hook', '{run.failed}', $3, $4, $4)`, sid, admin.WorkspaceID, seal(t, old, whsec, []byte(sid)), admin.PrincipalID)
+	require.NoError(t, err)
+	values = append(values, stored{rekey.SubscriptionSecret, "subscription", "secret", sid, []byte(sid), whsec})
 
 	// A connection's credential and its authorization's vendor state (aad = row id).
 	cpid, cid, oid := id.New(id.Provider), id.New(id.Connection), id.New(id.ConnectionOperation)
@@ -120,7 +127,7 @@ VALUES ($1, $2, 'web', 'search', 'lost', $3, $4, $4)`, lostID, admin.WorkspaceID
 	res, err := rekey.Run(ctx, pool, old, 2)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{rekey.ProviderCredential: 0, rekey.ProviderExtraHeaders: 0, rekey.OutboxSealed: 0, rekey.IdempotencyResponse: 0,
-		rekey.ConnectionCredential: 0, rekey.OperationVendorState: 0}, res.Resealed)
+		rekey.ConnectionCredential: 0, rekey.OperationVendorState: 0, rekey.SubscriptionSecret: 0}, res.Resealed)
 	require.Len(t, res.Unreadable, 1)
 
 	// Rotate: add, promote, reseal in batches of 2.
@@ -132,7 +139,7 @@ VALUES ($1, $2, 'web', 'search', 'lost', $3, $4, $4)`, lostID, admin.WorkspaceID
 	res, err = rekey.Run(ctx, pool, ring, 2)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{rekey.ProviderCredential: 5, rekey.ProviderExtraHeaders: 5, rekey.OutboxSealed: 2, rekey.IdempotencyResponse: 1,
-		rekey.ConnectionCredential: 1, rekey.OperationVendorState: 1}, res.Resealed)
+		rekey.ConnectionCredential: 1, rekey.OperationVendorState: 1, rekey.SubscriptionSecret: 1}, res.Resealed)
 	require.Equal(t, []rekey.Unreadable{{Column: rekey.ProviderCredential, ID: lostID, Reason: res.Unreadable[0].Reason}}, res.Unreadable)
 	require.Contains(t, res.Unreadable[0].Reason, "unknown key")
 
@@ -156,7 +163,7 @@ VALUES ($1, $2, 'web', 'search', 'lost', $3, $4, $4)`, lostID, admin.WorkspaceID
 	res, err = rekey.Run(ctx, pool, ring, 500)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{rekey.ProviderCredential: 0, rekey.ProviderExtraHeaders: 0, rekey.OutboxSealed: 0, rekey.IdempotencyResponse: 0,
-		rekey.ConnectionCredential: 0, rekey.OperationVendorState: 0}, res.Resealed)
+		rekey.ConnectionCredential: 0, rekey.OperationVendorState: 0, rekey.SubscriptionSecret: 0}, res.Resealed)
 	require.Len(t, res.Unreadable, 1)
 	for _, v := range values {
 		require.Equal(t, before[v.column+v.id], read(t, pool, v))

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/svcdev/svc/internal/apperr"
 )
@@ -74,4 +76,64 @@ func NextCursor(n, limit int, lastID string) *string {
 	}
 	c := Cursor(lastID)
 	return &c
+}
+
+// MaxSearchChars bounds the `q` of a list, in characters.
+const MaxSearchChars = 200
+
+// SearchPattern returns the ILIKE pattern that finds q as a case-insensitive
+// substring (`%q%`, with q's own `\`, `%` and `_` escaped), or "" when q is
+// absent or empty: no filter. q must be UTF-8 text of at most MaxSearchChars
+// characters without control characters (400 naming `q`). Case folding is the
+// database's (its LC_CTYPE; C.UTF-8 and the usual locales fold every script).
+func SearchPattern(q *string) (string, error) {
+	if q == nil || *q == "" {
+		return "", nil
+	}
+	s := *q
+	switch {
+	case !utf8.ValidString(s):
+		return "", apperr.InvalidField("q", "must be UTF-8 text")
+	case utf8.RuneCountInString(s) > MaxSearchChars:
+		return "", apperr.InvalidField("q", "must be at most 200 characters")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "", apperr.InvalidField("q", "must not contain control characters")
+	}
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(s) + "%", nil
+}
+
+// Text limits of names and descriptions (DESIGN "HTTP conventions").
+const (
+	MaxNameChars        = 200
+	MaxDescriptionChars = 2000
+)
+
+// ValidateName checks a name, the member field: 1 to 200 characters of UTF-8
+// without control characters (the contract's Name). Any script is welcome.
+func ValidateName(field, name string) error {
+	n := utf8.RuneCountInString(name)
+	switch {
+	case !utf8.ValidString(name):
+		return apperr.InvalidField(field, "must be UTF-8 text")
+	case n < 1 || n > MaxNameChars:
+		return apperr.InvalidField(field, "must have 1 to 200 characters")
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return apperr.InvalidField(field, "must not contain control characters")
+	}
+	return nil
+}
+
+// ValidateDescription checks a description: at most 2000 characters of UTF-8;
+// line breaks and tabs are allowed, other control characters are not.
+func ValidateDescription(field, s string) error {
+	switch {
+	case !utf8.ValidString(s):
+		return apperr.InvalidField(field, "must be UTF-8 text")
+	case utf8.RuneCountInString(s) > MaxDescriptionChars:
+		return apperr.InvalidField(field, "must be at most 2000 characters")
+	case strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t' }) >= 0:
+		return apperr.InvalidField(field, "must not contain control characters other than line breaks and tabs")
+	}
+	return nil
 }

@@ -19,10 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/apperr"
@@ -49,14 +46,6 @@ func (k Kind) Prefix() string {
 
 // RevisionPrefix is the id prefix of revisions of every kind.
 const RevisionPrefix = "rev"
-
-// Limits on heads (DESIGN "HTTP conventions": names 1-200, descriptions up to
-// 2000 characters) and on list search.
-const (
-	maxName        = 200
-	maxDescription = 2000
-	maxQuery       = 200
-)
 
 // Head is the view of an agent or skill head.
 type Head struct {
@@ -140,55 +129,12 @@ type UpdateInput struct {
 	DefaultRevisionID *string
 }
 
-// validateName checks a head's name: 1 to 200 characters of UTF-8, not blank,
-// without control characters.
-func validateName(name string) error {
-	n := utf8.RuneCountInString(name)
-	switch {
-	case !utf8.ValidString(name):
-		return apperr.InvalidField("name", "must be UTF-8 text")
-	case n == 0 || strings.TrimSpace(name) == "":
-		return apperr.InvalidField("name", "must not be empty")
-	case n > maxName:
-		return apperr.InvalidField("name", fmt.Sprintf("must be at most %d characters", maxName))
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return apperr.InvalidField("name", "must not contain control characters")
+// nonEmpty is s, or nil when it is empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
 	}
-	return nil
-}
-
-// validateDescription checks a description: at most 2000 characters of UTF-8;
-// line breaks and tabs are the only control characters allowed.
-func validateDescription(d string) error {
-	switch {
-	case !utf8.ValidString(d):
-		return apperr.InvalidField("description", "must be UTF-8 text")
-	case utf8.RuneCountInString(d) > maxDescription:
-		return apperr.InvalidField("description", fmt.Sprintf("must be at most %d characters", maxDescription))
-	case strings.IndexFunc(d, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t' }) >= 0:
-		return apperr.InvalidField("description", "must not contain control characters other than line breaks and tabs")
-	}
-	return nil
-}
-
-// searchPattern turns q into an ILIKE pattern matching it as a substring; nil
-// or empty q is no filter. q may not hold control characters, which also
-// keeps it from matching across the newline that joins name and description.
-func searchPattern(q *string) (*string, error) {
-	if q == nil || *q == "" {
-		return nil, nil
-	}
-	switch {
-	case !utf8.ValidString(*q):
-		return nil, apperr.InvalidField("q", "must be UTF-8 text")
-	case utf8.RuneCountInString(*q) > maxQuery:
-		return nil, apperr.InvalidField("q", fmt.Sprintf("must be at most %d characters", maxQuery))
-	case strings.IndexFunc(*q, unicode.IsControl) >= 0:
-		return nil, apperr.InvalidField("q", "must not contain control characters")
-	}
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	p := "%" + r.Replace(*q) + "%"
-	return &p, nil
+	return &s
 }
 
 // Canonical encodes a JSON value canonically: object keys sorted, no

@@ -59,14 +59,14 @@ func (s *Service[C]) Create(ctx context.Context, c *auth.Caller, in CreateInput)
 	if err := auth.Require(c, auth.PermWrite); err != nil {
 		return Head{}, err
 	}
-	if err := validateName(in.Name); err != nil {
+	if err := resource.ValidateName("name", in.Name); err != nil {
 		return Head{}, err
 	}
 	desc := ""
 	if in.Description != nil {
 		desc = *in.Description
 	}
-	if err := validateDescription(desc); err != nil {
+	if err := resource.ValidateDescription("description", desc); err != nil {
 		return Head{}, err
 	}
 	lbl, err := encodeLabels(in.Labels)
@@ -122,15 +122,19 @@ func (s *Service[C]) List(ctx context.Context, c *auth.Caller, in ListInput) (Pa
 	if err := auth.Require(c, auth.PermRead); err != nil {
 		return Page{}, err
 	}
-	sel, err := labels.ParseSelectors(in.Labels)
+	sels, err := labels.ParseSelectors(in.Labels)
 	if err != nil {
 		return Page{}, err
 	}
-	selector, err := json.Marshal(sel)
+	want, possible := labels.Selection(sels)
+	if !possible {
+		return Page{Items: []Head{}}, nil
+	}
+	selector, err := json.Marshal(want)
 	if err != nil {
 		return Page{}, fmt.Errorf("encode label selectors: %w", err)
 	}
-	pattern, err := searchPattern(in.Q)
+	pattern, err := resource.SearchPattern(in.Q)
 	if err != nil {
 		return Page{}, err
 	}
@@ -145,7 +149,7 @@ func (s *Service[C]) List(ctx context.Context, c *auth.Caller, in ListInput) (Pa
 		}
 		rows, err := s.q.HeadList(ctx, tx, db.HeadListParams{
 			WorkspaceID: c.WorkspaceID, Kind: string(s.kind), AfterID: after, Selector: selector,
-			Archived: in.Archived, Pattern: pattern, PageLimit: int32(n),
+			Archived: in.Archived, Pattern: nonEmpty(pattern), PageLimit: int32(n),
 		})
 		return rows, dbx.Translate(err, string(s.kind))
 	})
@@ -176,12 +180,12 @@ func (s *Service[C]) Update(ctx context.Context, c *auth.Caller, in UpdateInput)
 		return Head{}, err
 	}
 	if in.Name != nil {
-		if err := validateName(*in.Name); err != nil {
+		if err := resource.ValidateName("name", *in.Name); err != nil {
 			return Head{}, err
 		}
 	}
 	if in.Description != nil {
-		if err := validateDescription(*in.Description); err != nil {
+		if err := resource.ValidateDescription("description", *in.Description); err != nil {
 			return Head{}, err
 		}
 	}

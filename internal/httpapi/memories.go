@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+
+	"github.com/svcdev/svc/gen/api"
+	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/memory"
+)
+
+// MemoryHandlers implements /api/v1/memories.
+type MemoryHandlers struct {
+	svc *memory.Service
+}
+
+// NewMemoryHandlers builds the memory service over the installed provider types.
+func NewMemoryHandlers(deps Deps) (*MemoryHandlers, error) {
+	if deps.Pool == nil || deps.Types == nil {
+		return nil, errors.New("memory handlers need the pool and the type registry")
+	}
+	return &MemoryHandlers{svc: memory.NewService(deps.Pool, deps.Types)}, nil
+}
+
+// ListMemories lists the memories of the key's workspace.
+func (h *MemoryHandlers) ListMemories(ctx context.Context, req api.ListMemoriesRequestObject) (api.ListMemoriesResponseObject, error) {
+	p, err := h.svc.List(ctx, auth.CallerFrom(ctx), req.Params.Limit, req.Params.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	return api.ListMemories200JSONResponse{Items: mapAll(p.Items, toAPIMemory), NextCursor: nullableString(p.NextCursor)}, nil
+}
+
+// CreateMemory creates a memory.
+func (h *MemoryHandlers) CreateMemory(ctx context.Context, req api.CreateMemoryRequestObject) (api.CreateMemoryResponseObject, error) {
+	b := req.Body
+	if b == nil {
+		return nil, errNoBody
+	}
+	in := memory.CreateInput{Name: b.Name, Kind: memory.Kind(b.Kind), ProviderID: b.MemoryProviderId}
+	if b.Description != nil {
+		in.Description = *b.Description
+	}
+	m, err := h.svc.Create(ctx, auth.CallerFrom(ctx), in)
+	if err != nil {
+		return nil, err
+	}
+	etag, loc := m.ETag(), "/api/v1/memories/"+m.ID
+	return api.CreateMemory201JSONResponse{Body: toAPIMemory(m), Headers: api.CreateMemory201ResponseHeaders{ETag: &etag, Location: &loc}}, nil
+}
+
+// GetMemory reads a memory.
+func (h *MemoryHandlers) GetMemory(ctx context.Context, req api.GetMemoryRequestObject) (api.GetMemoryResponseObject, error) {
+	m, err := h.svc.Get(ctx, auth.CallerFrom(ctx), req.MemoryId)
+	if err != nil {
+		return nil, err
+	}
+	etag := m.ETag()
+	return api.GetMemory200JSONResponse{Body: toAPIMemory(m), Headers: api.GetMemory200ResponseHeaders{ETag: &etag}}, nil
+}
+
+// UpdateMemory renames or re-describes a memory.
+func (h *MemoryHandlers) UpdateMemory(ctx context.Context, req api.UpdateMemoryRequestObject) (api.UpdateMemoryResponseObject, error) {
+	b := req.Body
+	if b == nil {
+		return nil, errNoBody
+	}
+	m, err := h.svc.Update(ctx, auth.CallerFrom(ctx), memory.UpdateInput{
+		ID: req.MemoryId, IfMatch: req.Params.IfMatch, Name: b.Name, Description: b.Description,
+	})
+	if err != nil {
+		return nil, err
+	}
+	etag := m.ETag()
+	return api.UpdateMemory200JSONResponse{Body: toAPIMemory(m), Headers: api.UpdateMemory200ResponseHeaders{ETag: &etag}}, nil
+}
+
+// DeleteMemory deletes a memory and its records.
+func (h *MemoryHandlers) DeleteMemory(ctx context.Context, req api.DeleteMemoryRequestObject) (api.DeleteMemoryResponseObject, error) {
+	if err := h.svc.Delete(ctx, auth.CallerFrom(ctx), req.MemoryId, req.Params.IfMatch); err != nil {
+		return nil, err
+	}
+	return api.DeleteMemory204Response{}, nil
+}
+
+func toAPIMemory(m memory.Memory) api.Memory {
+	return api.Memory{
+		Id: m.ID, Name: m.Name, Description: m.Description, Kind: api.MemoryKind(m.Kind),
+		MemoryProviderId: nullableString(m.ProviderID), Namespace: nullableString(m.Namespace),
+		Version: int(m.Version), CreatedById: m.CreatedByID, UpdatedById: m.UpdatedByID,
+		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
+	}
+}

@@ -1,0 +1,268 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/provider/probe"
+)
+
+const memoriesPath = "/api/v1/memories"
+
+type memoriesBundle struct {
+	*providersBundle
+	tpuf string // a memory provider
+}
+
+func setupMemories(t *testing.T) *memoriesBundle {
+	t.Helper()
+	b := setupProviders(t)
+	return &memoriesBundle{providersBundle: b, tpuf: b.memoryProvider(t)}
+}
+
+func (b *memoriesBundle) mustMemory(t *testing.T, body map[string]any) map[string]any {
+	t.Helper()
+	status, out, hdr := b.do(t, http.MethodPost, memoriesPath, body)
+	require.Equal(t, http.StatusCreated, status, out)
+	require.Equal(t, memoriesPath+"/"+out["id"].(string), hdr.Get("Location"))
+	require.Equal(t, etag(out), hdr.Get("ETag"))
+	return out
+}
+
+// outboxPurges returns the payloads of the queued namespace purges.
+func (b *memoriesBundle) outboxPurges(t *testing.T) []map[string]any {
+	t.Helper()
+	rows, err := b.h.App.Pool.Query(t.Context(),
+		`SELECT workspace_id, payload, status FROM outbox WHERE kind = 'memory_namespace_purge' ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []map[string]any
+	for rows.Next() {
+		var ws, status string
+		var payload []byte
+		require.NoError(t, rows.Scan(&ws, &payload, &status))
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(payload, &p))
+		p["_workspace_id"], p["_status"] = ws, status
+		out = append(out, p)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func TestMemoriesCreateReadList(t *testing.T) {
+	t.Parallel()
+	b := setupMemories(t)
+	rec := b.mustMemory(t, map[string]any{"name": "Customer facts", "kind": "record", "memory_provider_id": b.tpuf, "description": "Per-customer notes"})
+	require.Regexp(t, `^mem_[0-9a-z]{26}$`, rec["id"])
+	require.Equal(t, "record", rec["kind"])
+	require.Equal(t, b.tpuf, rec["memory_provider_id"])
+	require.Equal(t, rec["id"], rec["namespace"], "svc names the namespace after the memory")
+	require.False(t, strings.HasPrefix(rec["namespace"].(string), probe.NamespacePrefix), "never a probe's namespace")
+	require.Equal(t, "Per-customer notes", rec["description"])
+	require.EqualValues(t, 1, rec["version"])
+	require.Equal(t, b.admin.PrincipalID, rec["created_by_id"])
+	require.Equal(t, []string{"memory.created:description,kind,memory_provider_id,name,namespace"}, b.auditTrail(t, rec["id"].(string)))
+
+	built := b.mustMemory(t, map[string]any{"name": "Блокнот 📝", "kind": "builtin"})
+	require.Equal(t, "builtin", built["kind"])
+	require.Contains(t, built, "memory_provider_id")
+	require.Nil(t, built["memory_provider_id"])
+	require.Nil(t, built["namespace"])
+	require.Equal(t, "", built["description"])
+	require.Equal(t, "Блокнот 📝", built["name"])
+	require.Equal(t, []string{"memory.created:description,kind,name"}, b.auditTrail(t, built["id"].(string)))
+
+	status, got, hdr := b.do(t, http.MethodGet, memoriesPath+"/"+rec["id"].(string), nil, as(b.viewer.Token)...)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, rec, got)
+	require.Equal(t, etag(rec), hdr.Get("ETag"))
+
+	status, out, _ := b.do(t, http.MethodGet, memoriesPath+"?limit=1", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, []any{built}, out["items"], "newest first")
+	status, out, _ = b.do(t, http.MethodGet, memoriesPath+"?limit=1&cursor="+out["next_cursor"].(string), nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, []any{rec}, out["items"])
+
+	status, out, _ = b.do(t, http.MethodPost, memoriesPath, map[string]any{"name": "v", "kind": "builtin"}, as(b.viewer.Token)...)
+	require.Equal(t, http.StatusForbidden, status, out)
+}
+
+func TestMemoriesRefuseBadInput(t *testing.T) {
+	t.Parallel()
+	b := setupMemories(t)
+	model := b.createModel(t).Id
+	disabled := b.memoryProvider(t)
+	b.disable(t, "memory", disabled)
+	other := &providersBundle{h: b.h, admin: b.admin}
+	other.admin.APIKey = b.otherWorkspace(t)
+	foreign := other.memoryProvider(t)
+
+	cases := []struct {
+		name   string
+		body   map[string]any
+		status int
+		code   string
+		field  string
+	}{
+		{"record without a provider", map[string]any{"name": "m", "kind": "record"}, 400, "invalid_argument", "memory_provider_id"},
+		{"builtin with a provider", map[string]any{"name": "m", "kind": "builtin", "memory_provider_id": b.tpuf}, 400, "invalid_argument", "memory_provider_id"},
+		{"unknown kind", map[string]any{"name": "m", "kind": "vector"}, 400, "invalid_argument", "kind"},
+		{"no kind", map[string]any{"name": "m"}, 400, "invalid_argument", "kind"},
+		{"control character in the name", map[string]any{"name": "a\nb", "kind": "builtin"}, 400, "invalid_argument", "name"},
+		{"name of 201 characters", map[string]any{"name": strings.Repeat("я", 201), "kind": "builtin"}, 400, "invalid_argument", "name"},
+		{"a model provider", map[string]any{"name": "m", "kind": "record", "memory_provider_id": model}, 400, "invalid_argument", "memory_provider_id"},
+		{"another workspace's provider", map[string]any{"name": "m", "kind": "record", "memory_provider_id": foreign}, 404, "not_found", "memory_provider_id"},
+		{"an absent provider", map[string]any{"name": "m", "kind": "record", "memory_provider_id": "prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}, 404, "not_found", "memory_provider_id"},
+		{"a disabled provider", map[string]any{"name": "m", "kind": "record", "memory_provider_id": disabled}, 409, "disabled", "memory_provider_id"},
+	}
+	var notFound []string
+	for _, tc := range cases {
+		status, out, _ := b.do(t, http.MethodPost, memoriesPath, tc.body)
+		require.Equal(t, tc.status, status, "%s: %v", tc.name, out)
+		require.Equal(t, tc.code, errorCode(t, out), tc.name)
+		require.Contains(t, fields(t, out), tc.field, tc.name)
+		if status == http.StatusNotFound {
+			notFound = append(notFound, errorMessage(t, out))
+		}
+	}
+	require.Equal(t, notFound[0], notFound[1], "another workspace's provider is answered like an absent one")
+	var n int
+	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT count(*) FROM memory`).Scan(&n))
+	require.Zero(t, n, "nothing was stored")
+}
+
+func TestMemoriesPatch(t *testing.T) {
+	t.Parallel()
+	b := setupMemories(t)
+	m := b.mustMemory(t, map[string]any{"name": "notes", "kind": "builtin", "description": "d"})
+	path := memoriesPath + "/" + m["id"].(string)
+
+	status, out, _ := b.do(t, http.MethodPatch, path, map[string]any{"name": "x"})
+	require.Equal(t, http.StatusPreconditionRequired, status, out)
+	status, out, _ = b.do(t, http.MethodPatch, path, map[string]any{"name": "x"}, "If-Match", `"`+m["id"].(string)+`:2"`)
+	require.Equal(t, http.StatusPreconditionFailed, status, out)
+	for _, body := range []map[string]any{{}, {"name": "notes", "description": "d"}} {
+		status, out, hdr := b.do(t, http.MethodPatch, path, body, "If-Match", etag(m))
+		require.Equal(t, http.StatusOK, status, out)
+		require.Equal(t, m, out, "a change to nothing keeps the version")
+		require.Equal(t, etag(m), hdr.Get("ETag"))
+	}
+	status, out, _ = b.do(t, http.MethodPatch, path, map[string]any{"kind": "record"}, "If-Match", etag(m))
+	require.Equal(t, http.StatusBadRequest, status, "the kind never changes: %v", out)
+	status, _, _ = b.do(t, http.MethodPatch, path, map[string]any{"name": "v"}, as(b.viewer.Token, "If-Match", etag(m))...)
+	require.Equal(t, http.StatusForbidden, status)
+
+	status, out, hdr := b.do(t, http.MethodPatch, path, map[string]any{"name": "Заметки"}, "If-Match", etag(m))
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "Заметки", out["name"])
+	require.Equal(t, "d", out["description"])
+	require.EqualValues(t, 2, out["version"])
+	require.Equal(t, etag(out), hdr.Get("ETag"))
+	require.Equal(t, []string{"memory.created:description,kind,name", "memory.updated:name"}, b.auditTrail(t, m["id"].(string)))
+
+	// RELIABILITY 26: of eight writers holding one ETag, one wins.
+	cur := out
+	raceOnce(t, 8, http.StatusOK, func(i int) int {
+		status, _, _ := b.do(t, http.MethodPatch, path, map[string]any{"description": "w" + strconv.Itoa(i)}, "If-Match", etag(cur))
+		return status
+	})
+	_, got, _ := b.do(t, http.MethodGet, path, nil)
+	require.EqualValues(t, 3, got["version"])
+}
+
+func TestMemoriesDelete(t *testing.T) {
+	t.Parallel()
+	b := setupMemories(t)
+	rec := b.mustMemory(t, map[string]any{"name": "facts", "kind": "record", "memory_provider_id": b.tpuf})
+	built := b.mustMemory(t, map[string]any{"name": "scratch", "kind": "builtin"})
+	keep := b.mustMemory(t, map[string]any{"name": "keep", "kind": "builtin"})
+	for _, m := range []string{built["id"].(string), built["id"].(string), keep["id"].(string)} {
+		_, err := b.h.App.Pool.Exec(t.Context(), `INSERT INTO memory_record (id, workspace_id, memory_id, content, metadata) VALUES ($1, $2, $3, 'remember', '{"k":1}')`,
+			id.New("mrec"), b.admin.WorkspaceID, m)
+		require.NoError(t, err)
+	}
+	records := func(memoryID string) int {
+		var n int
+		require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT count(*) FROM memory_record WHERE memory_id = $1`, memoryID).Scan(&n))
+		return n
+	}
+
+	// Refused deletes change nothing and queue nothing.
+	recPath := memoriesPath + "/" + rec["id"].(string)
+	status, _, _ := b.do(t, http.MethodDelete, recPath, nil)
+	require.Equal(t, http.StatusPreconditionRequired, status)
+	status, _, _ = b.do(t, http.MethodDelete, recPath, nil, "If-Match", `"`+rec["id"].(string)+`:0"`)
+	require.Equal(t, http.StatusPreconditionFailed, status)
+	status, _, _ = b.do(t, http.MethodDelete, recPath, nil, as(b.viewer.Token, "If-Match", etag(rec))...)
+	require.Equal(t, http.StatusForbidden, status)
+	require.Empty(t, b.outboxPurges(t))
+
+	// A record memory: gone, and its namespace purge queued with the delete.
+	// The provider is disabled first: the purge is still owed.
+	b.disable(t, "memory", b.tpuf)
+	status, out, _ := b.do(t, http.MethodDelete, recPath, nil, "If-Match", etag(rec))
+	require.Equal(t, http.StatusNoContent, status, out)
+	status, _, _ = b.do(t, http.MethodGet, recPath, nil)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, []map[string]any{{
+		"provider_id": b.tpuf, "namespace": rec["namespace"], "memory_id": rec["id"],
+		"_workspace_id": b.admin.WorkspaceID, "_status": "pending",
+	}}, b.outboxPurges(t))
+	require.Equal(t, "memory.deleted:", b.auditTrail(t, rec["id"].(string))[1])
+
+	// A builtin memory: gone with its records; another memory's records stay.
+	require.Equal(t, 2, records(built["id"].(string)))
+	status, _, _ = b.do(t, http.MethodDelete, memoriesPath+"/"+built["id"].(string), nil, "If-Match", etag(built))
+	require.Equal(t, http.StatusNoContent, status)
+	require.Zero(t, records(built["id"].(string)))
+	require.Equal(t, 1, records(keep["id"].(string)))
+	require.Len(t, b.outboxPurges(t), 1, "builtin memories need no purge")
+
+	// Deleted is deleted: the same request again is 404.
+	status, _, _ = b.do(t, http.MethodDelete, memoriesPath+"/"+built["id"].(string), nil, "If-Match", etag(built))
+	require.Equal(t, http.StatusNotFound, status)
+
+	// Two deletes holding one ETag: one 204, the other finds nothing.
+	last := b.mustMemory(t, map[string]any{"name": "race", "kind": "builtin"})
+	statuses := make(chan int, 2)
+	for range 2 {
+		go func() {
+			status, _, _ := b.do(t, http.MethodDelete, memoriesPath+"/"+last["id"].(string), nil, "If-Match", etag(last))
+			statuses <- status
+		}()
+	}
+	got := []int{<-statuses, <-statuses}
+	require.ElementsMatch(t, []int{http.StatusNoContent, http.StatusNotFound}, got)
+}
+
+// TestMemoriesAcrossWorkspaces covers RELIABILITY 22 for memories.
+func TestMemoriesAcrossWorkspaces(t *testing.T) {
+	t.Parallel()
+	b := setupMemories(t)
+	m := b.mustMemory(t, map[string]any{"name": "mine", "kind": "builtin"})
+	other := b.otherWorkspace(t)
+	var bodies []string
+	for _, memID := range []string{m["id"].(string), "mem_01jd5v6w1q3yb8j8y3tn9z2k7h"} {
+		path := memoriesPath + "/" + memID
+		status, out, _ := b.do(t, http.MethodGet, path, nil, as(other)...)
+		require.Equal(t, http.StatusNotFound, status)
+		bodies = append(bodies, errorMessage(t, out))
+		status, out, _ = b.do(t, http.MethodPatch, path, map[string]any{"name": "x"}, as(other, "If-Match", etag(m))...)
+		require.Equal(t, http.StatusNotFound, status)
+		bodies = append(bodies, errorMessage(t, out))
+		status, out, _ = b.do(t, http.MethodDelete, path, nil, as(other, "If-Match", "*")...)
+		require.Equal(t, http.StatusNotFound, status)
+		bodies = append(bodies, errorMessage(t, out))
+	}
+	require.Equal(t, bodies[:3], bodies[3:])
+	_, got, _ := b.do(t, http.MethodGet, memoriesPath+"/"+m["id"].(string), nil)
+	require.Equal(t, m, got)
+}

@@ -1,0 +1,49 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/dbx"
+	"github.com/svcdev/svc/internal/provider/types"
+)
+
+// ForUse locks the provider providerID of the workspace FOR SHARE, for a
+// resource about to be put on it (an environment template, a record memory),
+// and returns its installed type. field names the reference in errors:
+//
+//   - absent, or of another workspace: 404 not_found naming field, one message
+//     for both;
+//   - a provider of another kind: 400 invalid_argument naming field;
+//   - disabled: 409 disabled naming field (new use of a disabled provider);
+//   - its type is not installed (local, after it was turned off): 409 conflict.
+//
+// FOR SHARE conflicts with the provider PATCH's FOR NO KEY UPDATE, so a
+// concurrent disable is either seen here or waits until tx ends.
+func ForUse(ctx context.Context, tx pgx.Tx, reg *types.Registry, workspaceID, providerID string, k types.Kind, field string) (types.Type, error) {
+	row, err := db.New().ProviderForUse(ctx, tx, db.ProviderForUseParams{WorkspaceID: workspaceID, ID: providerID})
+	if err != nil {
+		err = dbx.Translate(err, "provider")
+		if apperr.KindOf(err) == apperr.KindNotFound {
+			return types.Type{}, &apperr.Error{Kind: apperr.KindNotFound, Msg: "provider not found",
+				Details: []apperr.Detail{{Field: field, Reason: fmt.Sprintf("no %s provider with this id in the workspace", k)}}}
+		}
+		return types.Type{}, err
+	}
+	if row.Kind != string(k) {
+		return types.Type{}, apperr.InvalidField(field, fmt.Sprintf("is a %s provider, not a %s provider", row.Kind, k))
+	}
+	if !row.Enabled {
+		return types.Type{}, &apperr.Error{Kind: apperr.KindDisabled, Msg: "the provider is disabled",
+			Details: []apperr.Detail{{Field: field, Reason: "the provider is disabled"}}}
+	}
+	t, ok := reg.Lookup(row.Type)
+	if !ok {
+		return types.Type{}, apperr.New(apperr.KindConflict, fmt.Sprintf("provider type %q is not installed", row.Type))
+	}
+	return t, nil
+}

@@ -1,0 +1,28 @@
+-- name: SubscriptionInsert :one
+INSERT INTO subscription (id, workspace_id, url, event_types, enabled, description, secret, created_by_id, updated_by_id)
+VALUES (@id, @workspace_id, @url, @event_types::text[], @enabled, @description, @secret, @created_by_id, @created_by_id)
+RETURNING *;
+
+-- name: SubscriptionGet :one
+SELECT * FROM subscription WHERE workspace_id = @workspace_id AND id = @id;
+
+-- name: SubscriptionGetForUpdate :one
+-- FOR UPDATE (not NO KEY): the row may be deleted by the holder.
+SELECT * FROM subscription WHERE workspace_id = @workspace_id AND id = @id
+FOR UPDATE;
+
+-- name: SubscriptionList :many
+SELECT * FROM subscription
+WHERE workspace_id = @workspace_id AND id < @after_id
+ORDER BY id DESC
+LIMIT @page_limit;
+
+-- name: SubscriptionUpdate :one
+UPDATE subscription
+SET url = @url, event_types = @event_types::text[], enabled = @enabled, description = @description,
+    secret = @secret, updated_by_id = @updated_by_id, version = version + 1, updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: SubscriptionDelete :exec
+DELETE FROM subscription WHERE id = @id;
