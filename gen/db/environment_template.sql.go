@@ -10,6 +10,42 @@ import (
 	"encoding/json"
 )
 
+const environmentTemplateForUse = `-- name: EnvironmentTemplateForUse :one
+SELECT id, workspace_id, provider_id, name, description, config, idle_stop_seconds, idle_delete_seconds, labels, enabled, version, created_by_id, updated_by_id, created_at, updated_at FROM environment_template WHERE workspace_id = $1 AND id = $2
+FOR SHARE
+`
+
+type EnvironmentTemplateForUseParams struct {
+	WorkspaceID string `json:"workspace_id"`
+	ID          string `json:"id"`
+}
+
+// For a resource about to refer to the template (an agent revision): FOR SHARE
+// conflicts with the template PATCH's FOR NO KEY UPDATE, so a concurrent
+// disable is either seen or waits until the referring resource is written.
+func (q *Queries) EnvironmentTemplateForUse(ctx context.Context, db DBTX, arg EnvironmentTemplateForUseParams) (EnvironmentTemplate, error) {
+	row := db.QueryRow(ctx, environmentTemplateForUse, arg.WorkspaceID, arg.ID)
+	var i EnvironmentTemplate
+	err := row.Scan(
+		&i.ID,
+		&i.WorkspaceID,
+		&i.ProviderID,
+		&i.Name,
+		&i.Description,
+		&i.Config,
+		&i.IdleStopSeconds,
+		&i.IdleDeleteSeconds,
+		&i.Labels,
+		&i.Enabled,
+		&i.Version,
+		&i.CreatedByID,
+		&i.UpdatedByID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const environmentTemplateGet = `-- name: EnvironmentTemplateGet :one
 SELECT id, workspace_id, provider_id, name, description, config, idle_stop_seconds, idle_delete_seconds, labels, enabled, version, created_by_id, updated_by_id, created_at, updated_at FROM environment_template WHERE workspace_id = $1 AND id = $2
 `

@@ -18,6 +18,38 @@ func (q *Queries) MemoryDelete(ctx context.Context, db DBTX, id string) error {
 	return err
 }
 
+const memoryForUse = `-- name: MemoryForUse :one
+SELECT id, workspace_id, kind, provider_id, namespace, name, description, version, created_by_id, updated_by_id, created_at, updated_at FROM memory WHERE workspace_id = $1 AND id = $2
+FOR SHARE
+`
+
+type MemoryForUseParams struct {
+	WorkspaceID string `json:"workspace_id"`
+	ID          string `json:"id"`
+}
+
+// For a resource about to refer to the memory (an agent revision): a
+// concurrent delete either is seen or waits until the referrer is written.
+func (q *Queries) MemoryForUse(ctx context.Context, db DBTX, arg MemoryForUseParams) (Memory, error) {
+	row := db.QueryRow(ctx, memoryForUse, arg.WorkspaceID, arg.ID)
+	var i Memory
+	err := row.Scan(
+		&i.ID,
+		&i.WorkspaceID,
+		&i.Kind,
+		&i.ProviderID,
+		&i.Namespace,
+		&i.Name,
+		&i.Description,
+		&i.Version,
+		&i.CreatedByID,
+		&i.UpdatedByID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const memoryGet = `-- name: MemoryGet :one
 SELECT id, workspace_id, kind, provider_id, namespace, name, description, version, created_by_id, updated_by_id, created_at, updated_at FROM memory WHERE workspace_id = $1 AND id = $2
 `

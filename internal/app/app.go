@@ -28,6 +28,7 @@ import (
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/supervisor"
 	"github.com/svcdev/svc/internal/sweep"
 	schema "github.com/svcdev/svc/sql"
@@ -117,7 +118,8 @@ func (a *App) Start(ctx context.Context) error {
 		Control: a.role.Control(), Health: a.Health, Log: a.log, Metrics: a.Metrics,
 		RequestBytes: a.cfg.Limits.RequestBytes,
 		Deps: httpapi.Deps{Config: a.cfg, Log: a.log, Pool: a.Pool, Keyring: a.Keyring, Auth: a.Auth, Redis: a.Redis,
-			Types: a.Types, ReplicaID: a.ReplicaID},
+			Types: a.Types, ReplicaID: a.ReplicaID,
+			References: refs.Workspace{Types: a.Types, Connections: a.Connections}},
 	})
 	if err != nil {
 		return err

@@ -130,7 +130,7 @@ func (s *Service) startTx(ctx context.Context, tx pgx.Tx, c *auth.Caller, connec
 	if !conn.Enabled {
 		return started{}, apperr.New(apperr.KindDisabled, "the connection is disabled; enable it to authorize it")
 	}
-	p, err := s.provider(ctx, tx, c, conn.ProviderID, "provider_id", true)
+	p, err := s.provider(ctx, tx, c.WorkspaceID, conn.ProviderID, "provider_id", true)
 	if err != nil {
 		return started{}, err
 	}

@@ -111,7 +111,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (C
 	}
 	enabled := in.Enabled == nil || *in.Enabled
 	return dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Connection, error) {
-		p, err := s.provider(ctx, tx, c, in.ProviderID, "provider_id", true)
+		p, err := s.provider(ctx, tx, c.WorkspaceID, in.ProviderID, "provider_id", true)
 		if err != nil {
 			return Connection{}, err
 		}
@@ -204,7 +204,14 @@ func (s *Service) RequireUsableTx(ctx context.Context, tx pgx.Tx, c *auth.Caller
 	if err := auth.Require(c, auth.PermRead); err != nil {
 		return Connection{}, err
 	}
-	row, err := s.q.ConnectionGetForShare(ctx, tx, db.ConnectionGetForShareParams{WorkspaceID: c.WorkspaceID, ID: connectionID})
+	return s.UsableTx(ctx, tx, c.WorkspaceID, field, connectionID)
+}
+
+// UsableTx is RequireUsableTx for a caller already allowed to refer to the
+// workspace's connections: the reference checks of a resource being written
+// (an agent revision's tools), which name the workspace rather than a caller.
+func (s *Service) UsableTx(ctx context.Context, tx pgx.Tx, workspaceID, field, connectionID string) (Connection, error) {
+	row, err := s.q.ConnectionGetForShare(ctx, tx, db.ConnectionGetForShareParams{WorkspaceID: workspaceID, ID: connectionID})
 	if err != nil {
 		err = dbx.Translate(err, "connection")
 		if apperr.KindOf(err) == apperr.KindNotFound {
@@ -217,7 +224,7 @@ func (s *Service) RequireUsableTx(ctx context.Context, tx pgx.Tx, c *auth.Caller
 		return Connection{}, &apperr.Error{Kind: apperr.KindDisabled, Msg: "the connection is disabled",
 			Details: []apperr.Detail{{Field: field, Reason: "the connection is disabled"}}}
 	}
-	if _, err := s.provider(ctx, tx, c, row.ProviderID, field, true); err != nil {
+	if _, err := s.provider(ctx, tx, workspaceID, row.ProviderID, field, true); err != nil {
 		if apperr.KindOf(err) == apperr.KindDisabled {
 			return Connection{}, &apperr.Error{Kind: apperr.KindDisabled, Msg: "the connection's provider is disabled",
 				Details: []apperr.Detail{{Field: field, Reason: "the connection's connector provider is disabled"}}}
@@ -238,10 +245,10 @@ type connector struct {
 // of another workspace, an absent one and a provider of another kind are the
 // same 404 naming field; a disabled one is 409 disabled naming field when
 // newUse.
-func (s *Service) provider(ctx context.Context, tx pgx.Tx, c *auth.Caller, providerID, field string, newUse bool) (connector, error) {
+func (s *Service) provider(ctx context.Context, tx pgx.Tx, workspaceID, providerID, field string, newUse bool) (connector, error) {
 	notFound := &apperr.Error{Kind: apperr.KindNotFound, Msg: "provider not found",
 		Details: []apperr.Detail{{Field: field, Reason: "no connector provider with this id in the workspace"}}}
-	row, err := s.q.ConnectionProviderForShare(ctx, tx, db.ConnectionProviderForShareParams{WorkspaceID: c.WorkspaceID, ID: providerID})
+	row, err := s.q.ConnectionProviderForShare(ctx, tx, db.ConnectionProviderForShareParams{WorkspaceID: workspaceID, ID: providerID})
 	if err != nil {
 		err = dbx.Translate(err, "provider")
 		if apperr.KindOf(err) == apperr.KindNotFound {

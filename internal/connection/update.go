@@ -105,7 +105,7 @@ func (s *Service) validateUpdate(ctx context.Context, tx pgx.Tx, c *auth.Caller,
 	if in.Config == nil && in.Credential.Value == nil {
 		return nil
 	}
-	p, err := s.provider(ctx, tx, c, row.ProviderID, "provider_id", false)
+	p, err := s.provider(ctx, tx, c.WorkspaceID, row.ProviderID, "provider_id", false)
 	if err != nil {
 		return err
 	}

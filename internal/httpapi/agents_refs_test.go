@@ -67,8 +67,7 @@ func TestAgentsToolAndSubagentReferences(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, out)
 	b.refused(t, web(serper["id"], "search"), http.StatusConflict, "disabled", "config.tools.web.provider_id")
 
-	// Environment templates, memories, connections and assets do not exist
-	// in this build: every reference to them is 404 naming it.
+	// Absent environment templates, memories and connections are 404 naming them.
 	b.refused(t, map[string]any{"model": "main", "tools": map[string]any{"environment": map[string]any{"template_id": "et_01jd5v6w1q3yb8j8y3tn9z2k7h"}}},
 		http.StatusNotFound, "not_found", "config.tools.environment.template_id")
 	b.refused(t, map[string]any{"model": "main", "tools": map[string]any{"connections": []any{map[string]any{"connection_id": "con_01jd5v6w1q3yb8j8y3tn9z2k7h", "actions": []any{"GITHUB_CREATE_ISSUE"}}}}},
@@ -159,4 +158,45 @@ func TestSkillsAndAgentSkillReferences(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, status, out)
 		require.Contains(t, fields(t, out), cfg)
 	}
+}
+
+func TestAgentsReferToTemplatesMemoriesAndConnections(t *testing.T) {
+	t.Parallel()
+	b := setupAgents(t)
+	e2b := b.create(t, "environment", map[string]any{"type": "e2b", "name": "E2B", "credential": map[string]any{"api_key": secretKey}})
+	status, tpl, _ := b.do(t, http.MethodPost, "/api/v1/environment-templates", map[string]any{
+		"name": "sandbox", "environment_provider_id": e2b["id"], "config": map[string]any{"template": "base"}})
+	require.Equal(t, http.StatusCreated, status, tpl)
+	status, mem, _ := b.do(t, http.MethodPost, "/api/v1/memories", map[string]any{"name": "notes", "kind": "builtin"})
+	require.Equal(t, http.StatusCreated, status, mem)
+	composio := b.create(t, "connector", map[string]any{"type": "composio", "name": "Composio", "credential": map[string]any{"api_key": secretKey}})
+	status, con, _ := b.do(t, http.MethodPost, "/api/v1/connections", map[string]any{
+		"provider_id": composio["id"], "app": "github", "name": "GitHub", "config": map[string]any{"auth_config_id": "ac_oauth"}})
+	require.Equal(t, http.StatusCreated, status, con)
+
+	cfg := map[string]any{
+		"model": "main",
+		"tools": map[string]any{
+			"environment": map[string]any{"template_id": tpl["id"]},
+			"connections": []any{map[string]any{"connection_id": con["id"], "actions": []any{"GITHUB_CREATE_ISSUE"}}},
+		},
+		"memories": []any{map[string]any{"memory_id": mem["id"]}},
+	}
+	agent := b.mustAgent(t, "uses-everything", cfg)
+	require.NotEmpty(t, agent["id"])
+
+	// Disabled ones refuse new use, naming the reference.
+	off := map[string]any{"enabled": false}
+	status, out, _ := b.do(t, http.MethodPatch, "/api/v1/environment-templates/"+tpl["id"].(string), off, "If-Match", etag(tpl))
+	require.Equal(t, http.StatusOK, status, out)
+	b.refused(t, cfg, http.StatusConflict, "disabled", "config.tools.environment.template_id")
+	delete(cfg["tools"].(map[string]any), "environment")
+	status, out, _ = b.do(t, http.MethodPatch, "/api/v1/connections/"+con["id"].(string), off, "If-Match", etag(con))
+	require.Equal(t, http.StatusOK, status, out)
+	b.refused(t, cfg, http.StatusConflict, "disabled", "config.tools.connections[0].connection_id")
+
+	// A deleted memory is gone.
+	status, out, _ = b.do(t, http.MethodDelete, "/api/v1/memories/"+mem["id"].(string), nil, "If-Match", etag(mem))
+	require.Equal(t, http.StatusNoContent, status, out)
+	b.refused(t, map[string]any{"model": "main", "memories": cfg["memories"]}, http.StatusNotFound, "not_found", "config.memories[0].memory_id")
 }

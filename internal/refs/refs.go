@@ -9,10 +9,9 @@
 // it) when it exists but does not fit (an action the connection's connector
 // does not offer, an asset that is not a safe skill package: see skillpkg).
 //
-// None is the implementation while those domains do not exist in this build:
-// it refuses every reference with the 404, which is the truth. The owners of
-// those domains provide the real one and wire it into the agent and skill
-// services (httpapi.NewAgentHandlers and NewSkillHandlers).
+// Workspace is the implementation a process uses (wired in internal/app). None
+// refuses every reference with the 404; Workspace embeds it for what this
+// build does not have yet (assets, so skill packages).
 package refs
 
 import (

@@ -45,3 +45,10 @@ SET name = @name, description = @description, config = @config,
     updated_by_id = @updated_by_id, version = version + 1, updated_at = now()
 WHERE id = @id
 RETURNING *;
+
+-- name: EnvironmentTemplateForUse :one
+-- For a resource about to refer to the template (an agent revision): FOR SHARE
+-- conflicts with the template PATCH's FOR NO KEY UPDATE, so a concurrent
+-- disable is either seen or waits until the referring resource is written.
+SELECT * FROM environment_template WHERE workspace_id = @workspace_id AND id = @id
+FOR SHARE;

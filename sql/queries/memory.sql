@@ -30,3 +30,9 @@ DELETE FROM memory WHERE id = @id;
 
 -- name: MemoryRecordDeleteByMemory :execrows
 DELETE FROM memory_record WHERE memory_id = @memory_id;
+
+-- name: MemoryForUse :one
+-- For a resource about to refer to the memory (an agent revision): a
+-- concurrent delete either is seen or waits until the referrer is written.
+SELECT * FROM memory WHERE workspace_id = @workspace_id AND id = @id
+FOR SHARE;
