@@ -66,7 +66,7 @@ func setupEdge(t *testing.T) *edgeBundle {
 	log := slog.New(slog.NewJSONHandler(&lockedWriter{w: b.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := echo.New()
 	e.HTTPErrorHandler = errorHandler(log)
-	e.Use(requestID, observe(log, metrics.New("test", 1)), readyGate(b.started.Load), jsonBody(256), requestValidator(doc, nil))
+	e.Use(requestID, observe(log, metrics.New("test", 1)), readyGate(b.started.Load), jsonBody(256, binaryOperations(doc)), streamBodies(binaryOperations(doc), requestValidator(doc, nil)))
 	e.POST("/api/v1/things", func(c echo.Context) error {
 		b.handled.Add(1)
 		var v map[string]any

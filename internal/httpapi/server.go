@@ -17,6 +17,7 @@ type Server struct {
 	*ProviderTypeHandlers
 	*ProviderHandlers
 	*ModelHandlers
+	*AssetHandlers
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)

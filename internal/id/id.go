@@ -23,6 +23,7 @@ const (
 	Delivery     = "dlv"
 	AuditEvent   = "aud"
 	Provider     = "prv"
+	Asset        = "as"
 )
 
 // New returns a new id of the given kind.
