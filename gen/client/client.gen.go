@@ -1638,6 +1638,11 @@ type ClientInterface interface {
 	// fails or is cut off midway leaves nothing behind: the asset exists, with its
 	// `size` and `sha256`, only once its whole content is stored.
 	//
+	// With `Idempotency-Key`, a retry replays the first answer when its name, its
+	// `Content-Type` and its bytes are the same (the body is compared by its SHA-256,
+	// never buffered); an upload that did not read its whole body (413, or cut off)
+	// does not hold its key.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/assets (the `UploadAsset` operationId).
@@ -2263,8 +2268,9 @@ type ClientInterface interface {
 	// GetReadiness Readiness probe
 	//
 	// 200 once startup finished, every background task runs and the database schema
-	// answers within `server.readiness_timeout`. While Redis is unreachable the
-	// process stays ready and lists it under `degraded`.
+	// answers within `server.readiness_timeout`. While Redis, or the object store, is
+	// unreachable the process stays ready and lists it under `degraded` (the object
+	// store is checked on every probe, within the same time-out).
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2368,6 +2374,11 @@ func (c *Client) ListAssets(ctx context.Context, params *ListAssetsParams, reqEd
 // `limits.asset_bytes` (100 MiB by default) is 413 `payload_too_large`; an upload that
 // fails or is cut off midway leaves nothing behind: the asset exists, with its
 // `size` and `sha256`, only once its whole content is stored.
+//
+// With `Idempotency-Key`, a retry replays the first answer when its name, its
+// `Content-Type` and its bytes are the same (the body is compared by its SHA-256,
+// never buffered); an upload that did not read its whole body (413, or cut off)
+// does not hold its key.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3694,8 +3705,9 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // GetReadiness Readiness probe
 //
 // 200 once startup finished, every background task runs and the database schema
-// answers within `server.readiness_timeout`. While Redis is unreachable the
-// process stays ready and lists it under `degraded`.
+// answers within `server.readiness_timeout`. While Redis, or the object store, is
+// unreachable the process stays ready and lists it under `degraded` (the object
+// store is checked on every probe, within the same time-out).
 //
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6733,6 +6745,11 @@ type ClientWithResponsesInterface interface {
 	// fails or is cut off midway leaves nothing behind: the asset exists, with its
 	// `size` and `sha256`, only once its whole content is stored.
 	//
+	// With `Idempotency-Key`, a retry replays the first answer when its name, its
+	// `Content-Type` and its bytes are the same (the body is compared by its SHA-256,
+	// never buffered); an upload that did not read its whole body (413, or cut off)
+	// does not hold its key.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/assets (the `UploadAsset` operationId).
@@ -7424,8 +7441,9 @@ type ClientWithResponsesInterface interface {
 	// GetReadinessWithResponse Readiness probe
 	//
 	// 200 once startup finished, every background task runs and the database schema
-	// answers within `server.readiness_timeout`. While Redis is unreachable the
-	// process stays ready and lists it under `degraded`.
+	// answers within `server.readiness_timeout`. While Redis, or the object store, is
+	// unreachable the process stays ready and lists it under `degraded` (the object
+	// store is checked on every probe, within the same time-out).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13821,6 +13839,11 @@ func (c *ClientWithResponses) ListAssetsWithResponse(ctx context.Context, params
 // fails or is cut off midway leaves nothing behind: the asset exists, with its
 // `size` and `sha256`, only once its whole content is stored.
 //
+// With `Idempotency-Key`, a retry replays the first answer when its name, its
+// `Content-Type` and its bytes are the same (the body is compared by its SHA-256,
+// never buffered); an upload that did not read its whole body (413, or cut off)
+// does not hold its key.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/assets (the `UploadAsset` operationId).
@@ -14932,8 +14955,9 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // GetReadinessWithResponse Readiness probe
 //
 // 200 once startup finished, every background task runs and the database schema
-// answers within `server.readiness_timeout`. While Redis is unreachable the
-// process stays ready and lists it under `degraded`.
+// answers within `server.readiness_timeout`. While Redis, or the object store, is
+// unreachable the process stays ready and lists it under `degraded` (the object
+// store is checked on every probe, within the same time-out).
 //
 // Returns a wrapper object for the known response body format(s).
 //

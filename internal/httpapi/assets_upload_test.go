@@ -204,3 +204,81 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestAssetsUploadIdempotency: an upload honours Idempotency-Key without
+// buffering its body: the same name, type and bytes replay the first answer;
+// different ones are 409; an upload that failed (413) frees its key.
+func TestAssetsUploadIdempotency(t *testing.T) {
+	t.Parallel()
+	b := setupAssets(t, func(c *config.Config) { c.Limits.AssetBytes = 1 << 20 })
+	data := bytes.Repeat([]byte("idempotent "), 5000)
+	first := b.upload(t, b.admin.APIKey, "retry.txt", "text/plain", bytes.NewReader(data), int64(len(data)), "Idempotency-Key", "k1")
+	require.Equal(t, http.StatusCreated, first.status, first.err)
+	require.Empty(t, first.header.Get("Idempotent-Replayed"))
+
+	// The same request again, with a length or chunked: the first answer.
+	for _, size := range []int64{int64(len(data)), -1} {
+		again := b.upload(t, b.admin.APIKey, "retry.txt", "text/plain", bytes.NewReader(data), size, "Idempotency-Key", "k1")
+		require.Equal(t, http.StatusCreated, again.status, again.err)
+		require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+		require.Equal(t, first.asset, again.asset)
+		require.Equal(t, first.header.Get("Location"), again.header.Get("Location"))
+		require.Equal(t, first.header.Get("ETag"), again.header.Get("ETag"))
+	}
+	// Different bytes, name or type under the key: 409, nothing created.
+	changed := append(bytes.Clone(data[:len(data)-1]), '!')
+	for _, c := range []struct {
+		name, ct string
+		body     []byte
+	}{{"retry.txt", "text/plain", changed}, {"other.txt", "text/plain", data}, {"retry.txt", "text/csv", data}, {"retry.txt", "text/plain", data[:10]}} {
+		u := b.upload(t, b.admin.APIKey, c.name, c.ct, bytes.NewReader(c.body), int64(len(c.body)), "Idempotency-Key", "k1")
+		require.Equal(t, http.StatusConflict, u.status)
+		require.Equal(t, client.ErrorCodeConflict, u.err.Error.Code)
+	}
+	// A body over the limit under the key: 409, without storing it.
+	big := bytes.Repeat([]byte("x"), 2<<20)
+	u := b.upload(t, b.admin.APIKey, "retry.txt", "text/plain", bytes.NewReader(big), -1, "Idempotency-Key", "k1")
+	require.Equal(t, http.StatusConflict, u.status)
+	require.Len(t, b.objectFiles(t), 1)
+
+	// A failed upload (413) does not hold its key: the corrected retry runs.
+	tooBig := b.upload(t, b.admin.APIKey, "big.bin", "", bytes.NewReader(big), int64(len(big)), "Idempotency-Key", "k2")
+	require.Equal(t, http.StatusRequestEntityTooLarge, tooBig.status)
+	ok := b.upload(t, b.admin.APIKey, "big.bin", "", bytes.NewReader(big[:1000]), 1000, "Idempotency-Key", "k2")
+	require.Equal(t, http.StatusCreated, ok.status, ok.err)
+	require.Empty(t, ok.header.Get("Idempotent-Replayed"))
+
+	// While the first upload with a key is still sending, another request
+	// with it is 409 at once, without waiting for either body.
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() })
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, b.h.URL+"/api/v1/assets?name=slow", pr)
+		req.Header.Set("Authorization", "Bearer "+b.admin.APIKey)
+		req.Header.Set("Idempotency-Key", "k3")
+		resp, err := b.h.HTTP.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		_ = resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	_, err := pw.Write([]byte("first part"))
+	require.NoError(t, err)
+	eventually(t, 5*time.Second, "the first upload is being stored", func() bool {
+		var n int
+		require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT count(*) FROM asset_upload`).Scan(&n))
+		return n == 1
+	})
+	second := b.upload(t, b.admin.APIKey, "slow", "", io.LimitReader(zeros{}, 1<<30), -1, "Idempotency-Key", "k3")
+	require.Equal(t, http.StatusConflict, second.status)
+	require.Contains(t, second.err.Error.Message, "in progress")
+	require.NoError(t, pw.Close())
+	require.Equal(t, http.StatusCreated, <-done)
+
+	l, err := b.api.ListAssetsWithResponse(t.Context(), nil)
+	require.NoError(t, err)
+	require.Len(t, l.JSON200.Items, 3)
+}

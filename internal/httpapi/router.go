@@ -102,7 +102,11 @@ func New(opts Options) (*echo.Echo, error) {
 	binary := binaryOperations(c.doc)
 	e.Use(readyGate(opts.Health.Started), jsonBody(opts.RequestBytes, binary),
 		streamBodies(binary, requestValidator(c.doc, authenticate(d.Auth, keyLimit))))
-	e.Use(idempotency.Middleware(idempotency.Config{Contract: c.doc, Pool: d.Pool, Keyring: d.Keyring, Log: opts.Log}))
+	e.Use(idempotency.Middleware(idempotency.Config{
+		Contract: c.doc, Pool: d.Pool, Keyring: d.Keyring, Log: opts.Log,
+		Streamed:      func(c echo.Context) bool { return binary.of(c) == binaryRequest },
+		StreamedLimit: d.Config.Limits.AssetBytes,
+	}))
 	api.RegisterHandlers(e, handlers)
 	e.GET("/api/v1/openapi.json", func(ec echo.Context) error {
 		return ec.Blob(http.StatusOK, "application/json; charset=utf-8", c.json)
