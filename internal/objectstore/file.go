@@ -88,9 +88,9 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 		}
 	}()
 	g := newGuardedReader(contextReader{ctx: ctx, r: r}, size, opts.Limit)
-	// A large buffer halves the system calls of the default 32 KiB; writerOnly
-	// hides os.File's ReadFrom, which would ignore it.
-	n, err := io.CopyBuffer(writerOnly{tmp}, g, make([]byte, copyBuffer))
+	// A large buffer cuts the system calls of the default 32 KiB; the
+	// writer hides os.File's ReadFrom, which would ignore it.
+	n, err := io.CopyBuffer(&writebackWriter{f: tmp}, g, make([]byte, copyBuffer))
 	if err == nil {
 		err = g.failed()
 	}
@@ -230,10 +230,26 @@ type limitedFile struct {
 
 func (l *limitedFile) Close() error { return l.f.Close() }
 
-// writerOnly is an io.Writer and nothing more.
-type writerOnly struct{ w io.Writer }
+// writebackEvery is how much of a Put is written before the kernel is asked
+// to start putting it on disk (see startWriteback).
+const writebackEvery = 8 << 20
 
-func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
+// writebackWriter writes to a file and starts its writeback every
+// writebackEvery bytes. It is an io.Writer and nothing more.
+type writebackWriter struct {
+	f                *os.File
+	written, started int64
+}
+
+func (w *writebackWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.written += int64(n)
+	if w.written-w.started >= writebackEvery {
+		startWriteback(w.f, w.started, w.written-w.started)
+		w.started = w.written
+	}
+	return n, err
+}
 
 // contextReader fails reads once ctx ends, so a Put whose caller gave up stops
 // between reads even when its reader would go on.
