@@ -10,7 +10,7 @@ GOTOOL := go tool -modfile=tools/go.mod
 # sqlc's parser uses cgo.
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test test/go bench bench/go bench/agents generate generate/api generate/sqlc check-generated vet fmt services clean
+.PHONY: all build run test test/go bench bench/go bench/agents bench/assets generate generate/api generate/sqlc check-generated vet fmt services clean
 
 all: build
 
@@ -36,6 +36,12 @@ bench/go:
 ## bench/agents: publish latency and label-filtered lists over 100,000 agents (needs TEST_DATABASE_URL)
 bench/agents:
 	go test -v -run '^$$' -bench 'BenchmarkPublish|BenchmarkListThreeLabels' -benchtime 2s ./internal/agent
+
+## bench/assets: upload 100 MiB assets through the API to the file store and to S3
+## (memory and throughput against the targets of docs/performance.md)
+bench/assets:
+	scripts/services.sh start
+	eval "$$(scripts/services.sh env)" && go test -run '^$$' -bench BenchmarkAssetUpload -benchtime 5x -count 1 ./internal/httpapi
 
 ## generate: regenerate gen/ from openapi/openapi.yaml and sql/
 generate: generate/api generate/sqlc

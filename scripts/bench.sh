@@ -178,7 +178,7 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v hyperfine >/dev/null 2>&1 || need+=(hyperfine)
 ((${#need[@]} == 0)) || apt_install "${need[@]}"
 
-scripts/services.sh start
+scripts/services.sh start postgres redis
 eval "$(scripts/services.sh env)"
 ADMIN_URL=$TEST_DATABASE_URL
 REDIS_URL=$SVCDEV_REDIS_URL

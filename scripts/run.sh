@@ -11,7 +11,7 @@ DEV=${SVCDEV_DIR:-$REPO/.dev}
 say() { printf 'run: %s\n' "$*" >&2; }
 
 command -v go >/dev/null || { say "Go is required (https://go.dev/dl/)"; exit 1; }
-scripts/services.sh start
+scripts/services.sh start postgres redis
 eval "$(scripts/services.sh env)"
 
 say "building bin/svc"

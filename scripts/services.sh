@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Private PostgreSQL and Redis servers for development and tests.
+# Private PostgreSQL, Redis and S3-compatible servers for development and tests.
 #
-#   scripts/services.sh start   start both (idempotent), installing them if missing
-#   scripts/services.sh stop    stop both; servers that are not running are ignored
+#   scripts/services.sh start [SERVER...]  start them (idempotent), installing
+#                                          them if missing; SERVER is postgres,
+#                                          redis or s3 (default: all three)
+#   scripts/services.sh stop [SERVER...]   stop them; servers that are not
+#                                          running are ignored
 #   scripts/services.sh env     print shell exports for the test and dev URLs
 #                               (use: eval "$(scripts/services.sh env)")
 #
@@ -10,7 +13,15 @@
 #   SVCDEV_DIR      state directory            (default: <repo>/.dev)
 #   SVCDEV_PG_PORT      PostgreSQL port            (default: 55432)
 #   SVCDEV_REDIS_PORT   Redis port                 (default: 56379)
+#   SVCDEV_S3_PORT      S3 (versitygw) port        (default: 57070)
+#   SVCDEV_CACHE_DIR    built tools, shared by clones
+#                       (default: ${XDG_CACHE_HOME:-$HOME/.cache}/svc-dev)
 #   SVCDEV_WAIT_SECONDS how long to wait for start (default: 60)
+#
+# The S3 server is versitygw (Apache-2.0), built once with `go install` into
+# $SVCDEV_CACHE_DIR/versitygw-<version>/ (about 2.5 minutes on 2 cores; Go and
+# the module proxy are needed that first time) and run in single-account mode
+# with fixed development keys over a posix directory under $SVCDEV_DIR/s3.
 #
 # The servers listen on 127.0.0.1 only, on non-default ports, with their own
 # data directories, so a system PostgreSQL (5432) or Redis (6379) on the same
@@ -31,9 +42,11 @@ DEV=${SVCDEV_DIR:-$REPO/.dev}
 [[ $DEV == /* ]] || DEV=$PWD/$DEV
 PG_PORT=${SVCDEV_PG_PORT:-55432}
 REDIS_PORT=${SVCDEV_REDIS_PORT:-56379}
+S3_PORT=${SVCDEV_S3_PORT:-57070}
 WAIT_SECONDS=${SVCDEV_WAIT_SECONDS:-60}
+CACHE_DIR=${SVCDEV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-dev}
 
-for v in PG_PORT REDIS_PORT WAIT_SECONDS; do
+for v in PG_PORT REDIS_PORT S3_PORT WAIT_SECONDS; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && ((${!v} > 0 && ${!v} < 65536)) || die "$v must be a number from 1 to 65535, got '${!v}'"
 done
 
@@ -320,6 +333,90 @@ port_open() {
 }
 
 # ---------------------------------------------------------------------------
+# S3 (versitygw)
+
+VERSITYGW_VERSION=v1.8.0
+VERSITYGW_DIR=$CACHE_DIR/versitygw-$VERSITYGW_VERSION
+VERSITYGW=$VERSITYGW_DIR/versitygw
+S3_DIR=$DEV/s3
+# Development keys of the single-account server: it listens on 127.0.0.1 only
+# and holds test data, so they are not secrets.
+S3_ACCESS_KEY=svcdev
+S3_SECRET_KEY=svcdev-secret-key
+
+# ensure_versitygw builds the pinned versitygw once per machine. The build goes
+# to a temporary directory whose binary is renamed into place, so an
+# interrupted build, or one racing another clone's, never leaves half a binary.
+ensure_versitygw() {
+	[[ -x $VERSITYGW ]] && return 0
+	command -v go >/dev/null 2>&1 || die "Go is required to build versitygw $VERSITYGW_VERSION (https://go.dev/dl/)"
+	mkdir -p "$CACHE_DIR" "$S3_DIR"
+	local tmp out=$S3_DIR/build.log
+	tmp=$(mktemp -d "$CACHE_DIR/.versitygw-build.XXXXXX")
+	log "building versitygw $VERSITYGW_VERSION into $VERSITYGW_DIR (once per machine, about 2.5 minutes; log: $out)"
+	# Built outside the repository: its go.mod and GOFLAGS must not steer a tool's build.
+	if ! (cd "$tmp" && GOBIN=$tmp/bin GOFLAGS= go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION") </dev/null >"$out" 2>&1; then
+		tail -n 20 "$out" >&2
+		rm -rf "$tmp"
+		die "building versitygw failed (log: $out)"
+	fi
+	mkdir -p "$VERSITYGW_DIR"
+	mv -f "$tmp/bin/versitygw" "$VERSITYGW"
+	rm -rf "$tmp"
+}
+
+# s3_ping reports whether an HTTP server answers on the S3 port (versitygw
+# refuses the anonymous request, but with an HTTP answer).
+s3_ping() {
+	timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 && read -r line <&3 && [[ $line == HTTP/1.* ]]' _ "$S3_PORT" 2>/dev/null
+}
+
+s3_down() { ! port_open "$S3_PORT"; }
+
+# s3_pid prints the pid of the versitygw this directory started, if it runs.
+s3_pid() {
+	local pid
+	pid=$(cat "$S3_DIR/versitygw.pid" 2>/dev/null) || return 1
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q versitygw || return 1
+	printf '%s\n' "$pid"
+}
+
+start_s3() {
+	if s3_pid >/dev/null; then
+		wait_for "versitygw on 127.0.0.1:$S3_PORT" "$S3_DIR/versitygw.log" s3_ping
+		return 0
+	fi
+	if s3_ping; then
+		log "s3: something else already answers on 127.0.0.1:$S3_PORT; using it"
+		return 0
+	fi
+	port_open "$S3_PORT" && die "127.0.0.1:$S3_PORT is in use by something that is not an HTTP server; set SVCDEV_S3_PORT"
+	ensure_versitygw
+	mkdir -p "$S3_DIR/data"
+	# setsid: the server outlives this script and a terminal's Ctrl-C, like the
+	# daemonized PostgreSQL and Redis.
+	ROOT_ACCESS_KEY=$S3_ACCESS_KEY ROOT_SECRET_KEY=$S3_SECRET_KEY \
+		setsid "$VERSITYGW" --port "127.0.0.1:$S3_PORT" posix "$S3_DIR/data" \
+		</dev/null >"$S3_DIR/versitygw.log" 2>&1 &
+	echo $! >"$S3_DIR/versitygw.pid"
+	wait_for "versitygw on 127.0.0.1:$S3_PORT" "$S3_DIR/versitygw.log" s3_ping
+	log "s3 (versitygw $VERSITYGW_VERSION) started on 127.0.0.1:$S3_PORT"
+}
+
+stop_s3() {
+	local pid
+	if ! pid=$(s3_pid); then
+		if port_open "$S3_PORT"; then log "s3 on 127.0.0.1:$S3_PORT was not started from $DEV; leaving it running"; fi
+		return 0
+	fi
+	kill "$pid" 2>/dev/null || true
+	wait_for "versitygw shutdown" "$S3_DIR/versitygw.log" s3_down
+	rm -f "$S3_DIR/versitygw.pid"
+	log "s3 stopped"
+}
+
+# ---------------------------------------------------------------------------
 
 # wait_for WHAT LOG CMD... polls CMD until it succeeds, for at most
 # $WAIT_SECONDS, and fails with the tail of LOG.
@@ -365,28 +462,57 @@ export TEST_DATABASE_URL='$pg/postgres?sslmode=disable'
 export TEST_REDIS_URL='$redis'
 export SVCDEV_DATABASE_URL='$pg/svc?sslmode=disable'
 export SVCDEV_REDIS_URL='$redis'
+export TEST_S3_ENDPOINT='127.0.0.1:$S3_PORT'
+export TEST_S3_ACCESS_KEY_ID='$S3_ACCESS_KEY'
+export TEST_S3_SECRET_ACCESS_KEY='$S3_SECRET_KEY'
 EOF
+}
+
+# servers SERVER... sets SERVERS to the named servers (default: all three),
+# refusing unknown names.
+servers() {
+	SERVERS=("$@")
+	((${#SERVERS[@]})) || SERVERS=(postgres redis s3)
+	local s
+	for s in "${SERVERS[@]}"; do
+		case $s in
+		postgres | redis | s3) ;;
+		*) die "unknown server '$s' (known: postgres, redis, s3)" ;;
+		esac
+	done
+}
+
+wants() {
+	local s
+	for s in "${SERVERS[@]}"; do [[ $s == "$1" ]] && return 0; done
+	return 1
 }
 
 case ${1:-} in
 start)
 	with_lock "$@"
-	ensure_installed
-	PGBIN=$(find_pg_bin)
-	start_pg
-	start_redis
-	ensure_db
+	servers "${@:2}"
+	if wants postgres || wants redis; then ensure_installed; fi
+	if wants postgres; then
+		PGBIN=$(find_pg_bin)
+		start_pg
+		ensure_db
+	fi
+	if wants redis; then start_redis; fi
+	if wants s3; then start_s3; fi
 	;;
 stop)
 	with_lock "$@"
-	stop_pg
-	stop_redis
+	servers "${@:2}"
+	if wants postgres; then stop_pg; fi
+	if wants redis; then stop_redis; fi
+	if wants s3; then stop_s3; fi
 	;;
 env)
 	print_env
 	;;
 *)
-	printf 'usage: %s start|stop|env\n' "$0" >&2
+	printf 'usage: %s start|stop [postgres|redis|s3]... | env\n' "$0" >&2
 	exit 2
 	;;
 esac

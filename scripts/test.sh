@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test with the race detector against real servers: starts the private
-# PostgreSQL and Redis (installing them if missing) and installs Chromium for the
-# API-page browser test. Extra arguments go to `go test` (default ./...).
+# PostgreSQL, Redis and S3 server (installing or building them if missing) and
+# installs Chromium for the API-page browser test. Extra arguments go to
+# `go test` (default ./...).
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 
 command -v go >/dev/null || { echo "test: Go is required (https://go.dev/dl/)" >&2; exit 1; }
 scripts/services.sh start
 eval "$(scripts/services.sh env)"
-export TEST_DATABASE_URL TEST_REDIS_URL
+export TEST_DATABASE_URL TEST_REDIS_URL TEST_S3_ENDPOINT TEST_S3_ACCESS_KEY_ID TEST_S3_SECRET_ACCESS_KEY
 if [[ ${SVCDEV_SKIP_BROWSER_TESTS:-} != 1 ]]; then
 	scripts/install-chromium.sh
 fi

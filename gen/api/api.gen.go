@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -118,6 +119,7 @@ const (
 	ErrorCodePermissionDenied     ErrorCode = "permission_denied"
 	ErrorCodePreconditionFailed   ErrorCode = "precondition_failed"
 	ErrorCodePreconditionRequired ErrorCode = "precondition_required"
+	ErrorCodeRangeNotSatisfiable  ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited          ErrorCode = "rate_limited"
 	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
 	ErrorCodeUnavailable          ErrorCode = "unavailable"
@@ -150,6 +152,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePreconditionFailed:
 		return true
 	case ErrorCodePreconditionRequired:
+		return true
+	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
 		return true
@@ -370,12 +374,15 @@ func (e ProviderTypeOperations) Valid() bool {
 
 // Defines values for ReadinessDegraded.
 const (
-	ReadinessDegradedRedis ReadinessDegraded = "redis"
+	ReadinessDegradedObjectStore ReadinessDegraded = "object_store"
+	ReadinessDegradedRedis       ReadinessDegraded = "redis"
 )
 
 // Valid indicates whether the value is a known member of the ReadinessDegraded enum.
 func (e ReadinessDegraded) Valid() bool {
 	switch e {
+	case ReadinessDegradedObjectStore:
+		return true
 	case ReadinessDegradedRedis:
 		return true
 	default:
@@ -735,6 +742,44 @@ type AgentWebToolsOperations string
 //
 // Example: github
 type AppSlug = string
+
+// Asset defines model for Asset.
+type Asset struct {
+	// ContentType The media type it was uploaded with.
+	//
+	// Example: application/pdf
+	ContentType string    `json:"content_type"`
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedById string    `json:"created_by_id"`
+
+	// Id Example: as_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// Name Example: quarterly report.pdf
+	Name string `json:"name"`
+
+	// RetiredAt When it was retired (DELETE); null while usable.
+	RetiredAt nullable.Nullable[time.Time] `json:"retired_at"`
+
+	// Sha256 SHA-256 of the content, lowercase hex.
+	//
+	// Example: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+	Sha256 string `json:"sha256"`
+
+	// Size Bytes of content.
+	//
+	// Example: 482113
+	Size        int64     `json:"size"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedById string    `json:"updated_by_id"`
+	Version     int       `json:"version"`
+}
+
+// AssetPage defines model for AssetPage.
+type AssetPage struct {
+	Items      []Asset                   `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
 
 // AuditEvent defines model for AuditEvent.
 type AuditEvent struct {
@@ -1196,8 +1241,8 @@ type Error struct {
 		// Code Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 		// permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
 		// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-		// payload_too_large 413, unsupported_media_type 415, precondition_required 428,
-		// rate_limited 429, internal 500, unavailable 503.
+		// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+		// precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 		Code      ErrorCode                        `json:"code"`
 		Details   nullable.Nullable[[]ErrorDetail] `json:"details"`
 		Message   string                           `json:"message"`
@@ -1208,8 +1253,8 @@ type Error struct {
 // ErrorCode Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 // permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
 // already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-// payload_too_large 413, unsupported_media_type 415, precondition_required 428,
-// rate_limited 429, internal 500, unavailable 503.
+// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+// precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 type ErrorCode string
 
 // ErrorDetail defines model for ErrorDetail.
@@ -1588,7 +1633,9 @@ type PublishSkillRevisionRequest struct {
 
 // Readiness defines model for Readiness.
 type Readiness struct {
-	// Degraded Present only while a non-essential dependency is unreachable.
+	// Degraded Present only while a non-essential dependency is unreachable: `redis` (live
+	// streams and rate limits pause) or `object_store` (asset uploads and downloads
+	// fail with 503 until it answers again).
 	Degraded *[]ReadinessDegraded `json:"degraded,omitempty"`
 
 	// Role The process role.
@@ -1950,6 +1997,9 @@ type AgentId = string
 // ArchivedFilter defines model for ArchivedFilter.
 type ArchivedFilter = bool
 
+// AssetId defines model for AssetId.
+type AssetId = string
+
 // ConnectionId defines model for ConnectionId.
 type ConnectionId = string
 
@@ -2147,6 +2197,52 @@ type CreateAPIKeyParams struct {
 type RevokeAPIKeyParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListAssetsParams defines parameters for ListAssets.
+type ListAssetsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// UploadAssetParams defines parameters for UploadAsset.
+type UploadAssetParams struct {
+	// Name The asset's name, 1 to 200 characters of any script (no control characters). Only metadata; it never names a stored file.
+	Name Name `form:"name" json:"name"`
+
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RetireAssetParams defines parameters for RetireAsset.
+type RetireAssetParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// GetAssetContentParams defines parameters for GetAssetContent.
+type GetAssetContentParams struct {
+	// Range One byte range, `bytes=<first>-[<last>]` or `bytes=-<suffix length>`.
+	Range *string `json:"Range,omitempty"`
+
+	// IfRange Send the range only if the `ETag` is still this one; otherwise the whole content.
+	IfRange *string `json:"If-Range,omitempty"`
+
+	// IfNoneMatch 304 when one of these entity tags (or `*`) is the current `ETag`.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // ListAuditEventsParams defines parameters for ListAuditEvents.
@@ -2858,6 +2954,21 @@ type ServerInterface interface {
 	// RevokeAPIKey Revoke an API key
 	// (POST /api/v1/api-keys/{api_key_id}/revoke)
 	RevokeAPIKey(ctx echo.Context, apiKeyId APIKeyId, params RevokeAPIKeyParams) error
+	// ListAssets List the assets of the key's workspace
+	// (GET /api/v1/assets)
+	ListAssets(ctx echo.Context, params ListAssetsParams) error
+	// UploadAsset Upload an asset
+	// (POST /api/v1/assets)
+	UploadAsset(ctx echo.Context, params UploadAssetParams) error
+	// RetireAsset Retire an asset
+	// (DELETE /api/v1/assets/{asset_id})
+	RetireAsset(ctx echo.Context, assetId AssetId, params RetireAssetParams) error
+	// GetAsset Read an asset's metadata
+	// (GET /api/v1/assets/{asset_id})
+	GetAsset(ctx echo.Context, assetId AssetId) error
+	// GetAssetContent Download an asset's content
+	// (GET /api/v1/assets/{asset_id}/content)
+	GetAssetContent(ctx echo.Context, assetId AssetId, params GetAssetContentParams) error
 	// ListAuditEvents List the key's workspace's audit trail
 	// (GET /api/v1/audit-events)
 	ListAuditEvents(ctx echo.Context, params ListAuditEventsParams) error
@@ -3489,6 +3600,184 @@ func (w *ServerInterfaceWrapper) RevokeAPIKey(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RevokeAPIKey(ctx, apiKeyId, params)
+	return err
+}
+
+// ListAssets converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAssets(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAssetsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAssets(ctx, params)
+	return err
+}
+
+// UploadAsset converts echo context to params.
+func (w *ServerInterfaceWrapper) UploadAsset(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UploadAssetParams
+	// ------------- Required query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "name", ctx.QueryParams(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UploadAsset(ctx, params)
+	return err
+}
+
+// RetireAsset converts echo context to params.
+func (w *ServerInterfaceWrapper) RetireAsset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "asset_id" -------------
+	var assetId AssetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "asset_id", ctx.Param("asset_id"), &assetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter asset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RetireAssetParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RetireAsset(ctx, assetId, params)
+	return err
+}
+
+// GetAsset converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAsset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "asset_id" -------------
+	var assetId AssetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "asset_id", ctx.Param("asset_id"), &assetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter asset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAsset(ctx, assetId)
+	return err
+}
+
+// GetAssetContent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAssetContent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "asset_id" -------------
+	var assetId AssetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "asset_id", ctx.Param("asset_id"), &assetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter asset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetAssetContentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Range" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Range")]; found {
+		var Range string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Range, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Range", valueList[0], &Range, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Range: %s", err))
+		}
+
+		params.Range = &Range
+	}
+	// ------------- Optional header parameter "If-Range" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Range")]; found {
+		var IfRange string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Range, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Range", valueList[0], &IfRange, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Range: %s", err))
+		}
+
+		params.IfRange = &IfRange
+	}
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAssetContent(ctx, assetId, params)
 	return err
 }
 
@@ -5833,6 +6122,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/subscriptions/:subscription_id", wrapper.GetSubscription, options.OperationMiddlewares["getSubscription"]...)
 	router.PATCH(options.BaseURL+"/api/v1/subscriptions/:subscription_id", wrapper.UpdateSubscription, options.OperationMiddlewares["updateSubscription"]...)
 	router.POST(options.BaseURL+"/api/v1/subscriptions/:subscription_id/rotate-secret", wrapper.RotateSubscriptionSecret, options.OperationMiddlewares["rotateSubscriptionSecret"]...)
+	router.GET(options.BaseURL+"/api/v1/assets", wrapper.ListAssets, options.OperationMiddlewares["listAssets"]...)
+	router.POST(options.BaseURL+"/api/v1/assets", wrapper.UploadAsset, options.OperationMiddlewares["uploadAsset"]...)
+	router.DELETE(options.BaseURL+"/api/v1/assets/:asset_id", wrapper.RetireAsset, options.OperationMiddlewares["retireAsset"]...)
+	router.GET(options.BaseURL+"/api/v1/assets/:asset_id", wrapper.GetAsset, options.OperationMiddlewares["getAsset"]...)
+	router.GET(options.BaseURL+"/api/v1/assets/:asset_id/content", wrapper.GetAssetContent, options.OperationMiddlewares["getAssetContent"]...)
 
 }
 
@@ -7787,6 +8081,827 @@ func (response RevokeAPIKey500JSONResponse) VisitRevokeAPIKeyResponse(w http.Res
 type RevokeAPIKey503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response RevokeAPIKey503JSONResponse) VisitRevokeAPIKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssetsRequestObject struct {
+	Params ListAssetsParams
+}
+
+type ListAssetsResponseObject interface {
+	VisitListAssetsResponse(w http.ResponseWriter) error
+}
+
+type ListAssets200JSONResponse AssetPage
+
+func (response ListAssets200JSONResponse) VisitListAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssets400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAssets400JSONResponse) VisitListAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssets401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListAssets401JSONResponse) VisitListAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssets403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListAssets403JSONResponse) VisitListAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssets406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListAssets406JSONResponse) VisitListAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssets429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListAssets429JSONResponse) VisitListAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssets500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListAssets500JSONResponse) VisitListAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssets503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListAssets503JSONResponse) VisitListAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAssetRequestObject struct {
+	Params      UploadAssetParams
+	ContentType string
+	Body        io.Reader
+}
+
+type UploadAssetResponseObject interface {
+	VisitUploadAssetResponse(w http.ResponseWriter) error
+}
+
+type UploadAsset201ResponseHeaders struct {
+	ETag     *string
+	Location *string
+}
+
+type UploadAsset201JSONResponse struct {
+	Body    Asset
+	Headers UploadAsset201ResponseHeaders
+}
+
+func (response UploadAsset201JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UploadAsset400JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UploadAsset401JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response UploadAsset403JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response UploadAsset406JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UploadAsset409JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset413JSONResponse Error
+
+func (response UploadAsset413JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset415JSONResponse Error
+
+func (response UploadAsset415JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UploadAsset429JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset500JSONResponse struct{ InternalJSONResponse }
+
+func (response UploadAsset500JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UploadAsset503JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireAssetRequestObject struct {
+	AssetId AssetId `json:"asset_id"`
+	Params  RetireAssetParams
+}
+
+type RetireAssetResponseObject interface {
+	VisitRetireAssetResponse(w http.ResponseWriter) error
+}
+
+type RetireAsset204Response struct {
+}
+
+func (response RetireAsset204Response) VisitRetireAssetResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RetireAsset401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response RetireAsset401JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireAsset403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response RetireAsset403JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireAsset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetireAsset404JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireAsset406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response RetireAsset406JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireAsset412JSONResponse struct{ PreconditionFailedJSONResponse }
+
+func (response RetireAsset412JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireAsset428JSONResponse struct {
+	PreconditionRequiredJSONResponse
+}
+
+func (response RetireAsset428JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireAsset429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response RetireAsset429JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireAsset500JSONResponse struct{ InternalJSONResponse }
+
+func (response RetireAsset500JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireAsset503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response RetireAsset503JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAssetRequestObject struct {
+	AssetId AssetId `json:"asset_id"`
+}
+
+type GetAssetResponseObject interface {
+	VisitGetAssetResponse(w http.ResponseWriter) error
+}
+
+type GetAsset200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetAsset200JSONResponse struct {
+	Body    Asset
+	Headers GetAsset200ResponseHeaders
+}
+
+func (response GetAsset200JSONResponse) VisitGetAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAsset401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetAsset401JSONResponse) VisitGetAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAsset403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetAsset403JSONResponse) VisitGetAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAsset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetAsset404JSONResponse) VisitGetAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAsset406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetAsset406JSONResponse) VisitGetAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAsset429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetAsset429JSONResponse) VisitGetAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAsset500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetAsset500JSONResponse) VisitGetAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAsset503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetAsset503JSONResponse) VisitGetAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAssetContentRequestObject struct {
+	AssetId AssetId `json:"asset_id"`
+	Params  GetAssetContentParams
+}
+
+type GetAssetContentResponseObject interface {
+	VisitGetAssetContentResponse(w http.ResponseWriter) error
+}
+
+type GetAssetContent200ResponseHeaders struct {
+	AcceptRanges       *string
+	ContentDisposition *string
+	ContentLength      *int
+	ETag               *string
+}
+
+type GetAssetContent200AsteriskResponse struct {
+	Body          io.Reader
+	Headers       GetAssetContent200ResponseHeaders
+	ContentType   string
+	ContentLength int64
+}
+
+func (response GetAssetContent200AsteriskResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.ContentLength != nil {
+		w.Header().Set("Content-Length", fmt.Sprint(*response.Headers.ContentLength))
+	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetAssetContent206ResponseHeaders struct {
+	AcceptRanges       *string
+	ContentDisposition *string
+	ContentLength      *int
+	ContentRange       *string
+	ETag               *string
+}
+
+type GetAssetContent206AsteriskResponse struct {
+	Body          io.Reader
+	Headers       GetAssetContent206ResponseHeaders
+	ContentType   string
+	ContentLength int64
+}
+
+func (response GetAssetContent206AsteriskResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.ContentLength != nil {
+		w.Header().Set("Content-Length", fmt.Sprint(*response.Headers.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetAssetContent304ResponseHeaders struct {
+	ETag *string
+}
+
+type GetAssetContent304Response struct {
+	Headers GetAssetContent304ResponseHeaders
+}
+
+func (response GetAssetContent304Response) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetAssetContent401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetAssetContent401JSONResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAssetContent403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetAssetContent403JSONResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAssetContent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetAssetContent404JSONResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAssetContent406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetAssetContent406JSONResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAssetContent416ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetAssetContent416JSONResponse struct {
+	Body    Error
+	Headers GetAssetContent416ResponseHeaders
+}
+
+func (response GetAssetContent416JSONResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAssetContent429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetAssetContent429JSONResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAssetContent500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetAssetContent500JSONResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAssetContent503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetAssetContent503JSONResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -20657,6 +21772,21 @@ type StrictServerInterface interface {
 	// RevokeAPIKey Revoke an API key
 	// (POST /api/v1/api-keys/{api_key_id}/revoke)
 	RevokeAPIKey(ctx context.Context, request RevokeAPIKeyRequestObject) (RevokeAPIKeyResponseObject, error)
+	// ListAssets List the assets of the key's workspace
+	// (GET /api/v1/assets)
+	ListAssets(ctx context.Context, request ListAssetsRequestObject) (ListAssetsResponseObject, error)
+	// UploadAsset Upload an asset
+	// (POST /api/v1/assets)
+	UploadAsset(ctx context.Context, request UploadAssetRequestObject) (UploadAssetResponseObject, error)
+	// RetireAsset Retire an asset
+	// (DELETE /api/v1/assets/{asset_id})
+	RetireAsset(ctx context.Context, request RetireAssetRequestObject) (RetireAssetResponseObject, error)
+	// GetAsset Read an asset's metadata
+	// (GET /api/v1/assets/{asset_id})
+	GetAsset(ctx context.Context, request GetAssetRequestObject) (GetAssetResponseObject, error)
+	// GetAssetContent Download an asset's content
+	// (GET /api/v1/assets/{asset_id}/content)
+	GetAssetContent(ctx context.Context, request GetAssetContentRequestObject) (GetAssetContentResponseObject, error)
 	// ListAuditEvents List the key's workspace's audit trail
 	// (GET /api/v1/audit-events)
 	ListAuditEvents(ctx context.Context, request ListAuditEventsRequestObject) (ListAuditEventsResponseObject, error)
@@ -21310,6 +22440,136 @@ func (sh *strictHandler) RevokeAPIKey(ctx echo.Context, apiKeyId APIKeyId, param
 		return err
 	} else if validResponse, ok := response.(RevokeAPIKeyResponseObject); ok {
 		return validResponse.VisitRevokeAPIKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAssets operation middleware
+func (sh *strictHandler) ListAssets(ctx echo.Context, params ListAssetsParams) error {
+	var request ListAssetsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAssets(ctx.Request().Context(), request.(ListAssetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAssets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAssetsResponseObject); ok {
+		return validResponse.VisitListAssetsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UploadAsset operation middleware
+func (sh *strictHandler) UploadAsset(ctx echo.Context, params UploadAssetParams) error {
+	var request UploadAssetRequestObject
+
+	request.Params = params
+	request.ContentType = ctx.Request().Header.Get("Content-Type")
+
+	request.Body = ctx.Request().Body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UploadAsset(ctx.Request().Context(), request.(UploadAssetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UploadAsset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UploadAssetResponseObject); ok {
+		return validResponse.VisitUploadAssetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RetireAsset operation middleware
+func (sh *strictHandler) RetireAsset(ctx echo.Context, assetId AssetId, params RetireAssetParams) error {
+	var request RetireAssetRequestObject
+
+	request.AssetId = assetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetireAsset(ctx.Request().Context(), request.(RetireAssetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetireAsset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RetireAssetResponseObject); ok {
+		return validResponse.VisitRetireAssetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAsset operation middleware
+func (sh *strictHandler) GetAsset(ctx echo.Context, assetId AssetId) error {
+	var request GetAssetRequestObject
+
+	request.AssetId = assetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAsset(ctx.Request().Context(), request.(GetAssetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAsset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAssetResponseObject); ok {
+		return validResponse.VisitGetAssetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAssetContent operation middleware
+func (sh *strictHandler) GetAssetContent(ctx echo.Context, assetId AssetId, params GetAssetContentParams) error {
+	var request GetAssetContentRequestObject
+
+	request.AssetId = assetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAssetContent(ctx.Request().Context(), request.(GetAssetContentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAssetContent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAssetContentResponseObject); ok {
+		return validResponse.VisitGetAssetContentResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

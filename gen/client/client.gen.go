@@ -120,6 +120,7 @@ const (
 	ErrorCodePermissionDenied     ErrorCode = "permission_denied"
 	ErrorCodePreconditionFailed   ErrorCode = "precondition_failed"
 	ErrorCodePreconditionRequired ErrorCode = "precondition_required"
+	ErrorCodeRangeNotSatisfiable  ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited          ErrorCode = "rate_limited"
 	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
 	ErrorCodeUnavailable          ErrorCode = "unavailable"
@@ -152,6 +153,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePreconditionFailed:
 		return true
 	case ErrorCodePreconditionRequired:
+		return true
+	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
 		return true
@@ -372,12 +375,15 @@ func (e ProviderTypeOperations) Valid() bool {
 
 // Defines values for ReadinessDegraded.
 const (
-	ReadinessDegradedRedis ReadinessDegraded = "redis"
+	ReadinessDegradedObjectStore ReadinessDegraded = "object_store"
+	ReadinessDegradedRedis       ReadinessDegraded = "redis"
 )
 
 // Valid indicates whether the value is a known member of the ReadinessDegraded enum.
 func (e ReadinessDegraded) Valid() bool {
 	switch e {
+	case ReadinessDegradedObjectStore:
+		return true
 	case ReadinessDegradedRedis:
 		return true
 	default:
@@ -737,6 +743,44 @@ type AgentWebToolsOperations string
 //
 // Example: github
 type AppSlug = string
+
+// Asset defines model for Asset.
+type Asset struct {
+	// ContentType The media type it was uploaded with.
+	//
+	// Example: application/pdf
+	ContentType string    `json:"content_type"`
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedById string    `json:"created_by_id"`
+
+	// Id Example: as_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// Name Example: quarterly report.pdf
+	Name string `json:"name"`
+
+	// RetiredAt When it was retired (DELETE); null while usable.
+	RetiredAt nullable.Nullable[time.Time] `json:"retired_at"`
+
+	// Sha256 SHA-256 of the content, lowercase hex.
+	//
+	// Example: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+	Sha256 string `json:"sha256"`
+
+	// Size Bytes of content.
+	//
+	// Example: 482113
+	Size        int64     `json:"size"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedById string    `json:"updated_by_id"`
+	Version     int       `json:"version"`
+}
+
+// AssetPage defines model for AssetPage.
+type AssetPage struct {
+	Items      []Asset                   `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
 
 // AuditEvent defines model for AuditEvent.
 type AuditEvent struct {
@@ -1198,8 +1242,8 @@ type Error struct {
 		// Code Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 		// permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
 		// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-		// payload_too_large 413, unsupported_media_type 415, precondition_required 428,
-		// rate_limited 429, internal 500, unavailable 503.
+		// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+		// precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 		Code      ErrorCode                        `json:"code"`
 		Details   nullable.Nullable[[]ErrorDetail] `json:"details"`
 		Message   string                           `json:"message"`
@@ -1210,8 +1254,8 @@ type Error struct {
 // ErrorCode Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 // permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
 // already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-// payload_too_large 413, unsupported_media_type 415, precondition_required 428,
-// rate_limited 429, internal 500, unavailable 503.
+// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+// precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 type ErrorCode string
 
 // ErrorDetail defines model for ErrorDetail.
@@ -1590,7 +1634,9 @@ type PublishSkillRevisionRequest struct {
 
 // Readiness defines model for Readiness.
 type Readiness struct {
-	// Degraded Present only while a non-essential dependency is unreachable.
+	// Degraded Present only while a non-essential dependency is unreachable: `redis` (live
+	// streams and rate limits pause) or `object_store` (asset uploads and downloads
+	// fail with 503 until it answers again).
 	Degraded *[]ReadinessDegraded `json:"degraded,omitempty"`
 
 	// Role The process role.
@@ -1952,6 +1998,9 @@ type AgentId = string
 // ArchivedFilter defines model for ArchivedFilter.
 type ArchivedFilter = bool
 
+// AssetId defines model for AssetId.
+type AssetId = string
+
 // ConnectionId defines model for ConnectionId.
 type ConnectionId = string
 
@@ -2149,6 +2198,52 @@ type CreateAPIKeyParams struct {
 type RevokeAPIKeyParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListAssetsParams defines parameters for ListAssets.
+type ListAssetsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// UploadAssetParams defines parameters for UploadAsset.
+type UploadAssetParams struct {
+	// Name The asset's name, 1 to 200 characters of any script (no control characters). Only metadata; it never names a stored file.
+	Name Name `form:"name" json:"name"`
+
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RetireAssetParams defines parameters for RetireAsset.
+type RetireAssetParams struct {
+	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// GetAssetContentParams defines parameters for GetAssetContent.
+type GetAssetContentParams struct {
+	// Range One byte range, `bytes=<first>-[<last>]` or `bytes=-<suffix length>`.
+	Range *string `json:"Range,omitempty"`
+
+	// IfRange Send the range only if the `ETag` is still this one; otherwise the whole content.
+	IfRange *string `json:"If-Range,omitempty"`
+
+	// IfNoneMatch 304 when one of these entity tags (or `*`) is the current `ETag`.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // ListAuditEventsParams defines parameters for ListAuditEvents.
@@ -3063,6 +3158,63 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/api-keys/{api_key_id}/revoke (the `RevokeAPIKey` operationId).
 	RevokeAPIKey(ctx context.Context, apiKeyId APIKeyId, params *RevokeAPIKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAssets List the assets of the key's workspace
+	//
+	// Newest first; retired assets are listed too (`retired_at` is set).
+	//
+	// Corresponds with GET /api/v1/assets (the `ListAssets` operationId).
+	ListAssets(ctx context.Context, params *ListAssetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UploadAssetWithBody Upload an asset
+	//
+	// The request body is the asset's content, sent as it is (not JSON, not a form), with
+	// its media type in `Content-Type` (none: `application/octet-stream`) and its name in
+	// the `name` query parameter. The body is streamed to the object store, never held
+	// in memory, and may be sent with `Content-Length` or chunked. A body larger than
+	// `limits.asset_bytes` (100 MiB by default) is 413 `payload_too_large`; an upload that
+	// fails or is cut off midway leaves nothing behind: the asset exists, with its
+	// `size` and `sha256`, only once its whole content is stored.
+	//
+	// With `Idempotency-Key`, a retry replays the first answer when its name, its
+	// `Content-Type` and its bytes are the same (the body is compared by its SHA-256,
+	// never buffered); an upload that did not read its whole body (413, or cut off)
+	// does not hold its key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/assets (the `UploadAsset` operationId).
+	UploadAssetWithBody(ctx context.Context, params *UploadAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetireAsset Retire an asset
+	//
+	// Retires the asset (SPEC 3.2): it stays listed and its content stays readable for
+	// history, but nothing can newly refer to it (409 `conflict`). Retiring a retired
+	// asset changes nothing and answers 204 again.
+	//
+	// Corresponds with DELETE /api/v1/assets/{asset_id} (the `RetireAsset` operationId).
+	RetireAsset(ctx context.Context, assetId AssetId, params *RetireAssetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAsset Read an asset's metadata
+	//
+	// Corresponds with GET /api/v1/assets/{asset_id} (the `GetAsset` operationId).
+	GetAsset(ctx context.Context, assetId AssetId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAssetContent Download an asset's content
+	//
+	// Answers the content with the asset's `Content-Type`, `Content-Length`, its `ETag`
+	// (the asset's, `"<id>:<version>"`), `Accept-Ranges: bytes` and
+	// `Content-Disposition: attachment` with the asset's name. A retired asset's content
+	// stays readable. One byte range (`Range: bytes=0-99`, `bytes=100-`, `bytes=-100`)
+	// answers 206 with `Content-Range`; a range that starts past the end is 416
+	// `range_not_satisfiable` with `Content-Range: bytes */<size>`. Several ranges, a
+	// malformed `Range`, a range on empty content, or an `If-Range` that does not match
+	// the `ETag` answer the whole content (200). `If-None-Match` with the current `ETag`
+	// is 304. The `Accept` header is not checked here: the content has the media type
+	// it was uploaded with.
+	//
+	// Corresponds with GET /api/v1/assets/{asset_id}/content (the `GetAssetContent` operationId).
+	GetAssetContent(ctx context.Context, assetId AssetId, params *GetAssetContentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAuditEvents List the key's workspace's audit trail
 	//
@@ -4124,8 +4276,9 @@ type ClientInterface interface {
 	// GetReadiness Readiness probe
 	//
 	// 200 once startup finished, every background task runs and the database schema
-	// answers within `server.readiness_timeout`. While Redis is unreachable the
-	// process stays ready and lists it under `degraded`.
+	// answers within `server.readiness_timeout`. While Redis, or the object store, is
+	// unreachable the process stays ready and lists it under `degraded` (the object
+	// store is checked on every probe, within the same time-out).
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4449,6 +4602,113 @@ func (c *Client) CreateAPIKey(ctx context.Context, params *CreateAPIKeyParams, b
 // Corresponds with POST /api/v1/api-keys/{api_key_id}/revoke (the `RevokeAPIKey` operationId).
 func (c *Client) RevokeAPIKey(ctx context.Context, apiKeyId APIKeyId, params *RevokeAPIKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeAPIKeyRequest(c.Server, apiKeyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAssets List the assets of the key's workspace
+//
+// Newest first; retired assets are listed too (`retired_at` is set).
+//
+// Corresponds with GET /api/v1/assets (the `ListAssets` operationId).
+func (c *Client) ListAssets(ctx context.Context, params *ListAssetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAssetsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UploadAssetWithBody Upload an asset
+//
+// The request body is the asset's content, sent as it is (not JSON, not a form), with
+// its media type in `Content-Type` (none: `application/octet-stream`) and its name in
+// the `name` query parameter. The body is streamed to the object store, never held
+// in memory, and may be sent with `Content-Length` or chunked. A body larger than
+// `limits.asset_bytes` (100 MiB by default) is 413 `payload_too_large`; an upload that
+// fails or is cut off midway leaves nothing behind: the asset exists, with its
+// `size` and `sha256`, only once its whole content is stored.
+//
+// With `Idempotency-Key`, a retry replays the first answer when its name, its
+// `Content-Type` and its bytes are the same (the body is compared by its SHA-256,
+// never buffered); an upload that did not read its whole body (413, or cut off)
+// does not hold its key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/assets (the `UploadAsset` operationId).
+func (c *Client) UploadAssetWithBody(ctx context.Context, params *UploadAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadAssetRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetireAsset Retire an asset
+//
+// Retires the asset (SPEC 3.2): it stays listed and its content stays readable for
+// history, but nothing can newly refer to it (409 `conflict`). Retiring a retired
+// asset changes nothing and answers 204 again.
+//
+// Corresponds with DELETE /api/v1/assets/{asset_id} (the `RetireAsset` operationId).
+func (c *Client) RetireAsset(ctx context.Context, assetId AssetId, params *RetireAssetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetireAssetRequest(c.Server, assetId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAsset Read an asset's metadata
+//
+// Corresponds with GET /api/v1/assets/{asset_id} (the `GetAsset` operationId).
+func (c *Client) GetAsset(ctx context.Context, assetId AssetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAssetRequest(c.Server, assetId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAssetContent Download an asset's content
+//
+// Answers the content with the asset's `Content-Type`, `Content-Length`, its `ETag`
+// (the asset's, `"<id>:<version>"`), `Accept-Ranges: bytes` and
+// `Content-Disposition: attachment` with the asset's name. A retired asset's content
+// stays readable. One byte range (`Range: bytes=0-99`, `bytes=100-`, `bytes=-100`)
+// answers 206 with `Content-Range`; a range that starts past the end is 416
+// `range_not_satisfiable` with `Content-Range: bytes */<size>`. Several ranges, a
+// malformed `Range`, a range on empty content, or an `If-Range` that does not match
+// the `ETag` answer the whole content (200). `If-None-Match` with the current `ETag`
+// is 304. The `Accept` header is not checked here: the content has the media type
+// it was uploaded with.
+//
+// Corresponds with GET /api/v1/assets/{asset_id}/content (the `GetAssetContent` operationId).
+func (c *Client) GetAssetContent(ctx context.Context, assetId AssetId, params *GetAssetContentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAssetContentRequest(c.Server, assetId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6629,8 +6889,9 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // GetReadiness Readiness probe
 //
 // 200 once startup finished, every background task runs and the database schema
-// answers within `server.readiness_timeout`. While Redis is unreachable the
-// process stays ready and lists it under `degraded`.
+// answers within `server.readiness_timeout`. While Redis, or the object store, is
+// unreachable the process stays ready and lists it under `degraded` (the object
+// store is checked on every probe, within the same time-out).
 //
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7335,6 +7596,293 @@ func NewRevokeAPIKeyRequest(server string, apiKeyId APIKeyId, params *RevokeAPIK
 			}
 
 			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListAssetsRequest constructs an http.Request for the ListAssets method
+func NewListAssetsRequest(server string, params *ListAssetsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/assets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUploadAssetRequestWithBody constructs an http.Request for the UploadAsset method, with any body, and a specified content type
+func NewUploadAssetRequestWithBody(server string, params *UploadAssetParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/assets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRetireAssetRequest constructs an http.Request for the RetireAsset method
+func NewRetireAssetRequest(server string, assetId AssetId, params *RetireAssetParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "asset_id", assetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/assets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetAssetRequest constructs an http.Request for the GetAsset method
+func NewGetAssetRequest(server string, assetId AssetId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "asset_id", assetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/assets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAssetContentRequest constructs an http.Request for the GetAssetContent method
+func NewGetAssetContentRequest(server string, assetId AssetId, params *GetAssetContentParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "asset_id", assetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/assets/%s/content", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Range != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam0)
+		}
+
+		if params.IfRange != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Range", *params.IfRange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Range", headerParam1)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam2)
 		}
 
 	}
@@ -11908,6 +12456,71 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/api-keys/{api_key_id}/revoke (the `RevokeAPIKey` operationId).
 	RevokeAPIKeyWithResponse(ctx context.Context, apiKeyId APIKeyId, params *RevokeAPIKeyParams, reqEditors ...RequestEditorFn) (*RevokeAPIKeyResponse, error)
 
+	// ListAssetsWithResponse List the assets of the key's workspace
+	//
+	// Newest first; retired assets are listed too (`retired_at` is set).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/assets (the `ListAssets` operationId).
+	ListAssetsWithResponse(ctx context.Context, params *ListAssetsParams, reqEditors ...RequestEditorFn) (*ListAssetsResponse, error)
+
+	// UploadAssetWithBodyWithResponse Upload an asset
+	//
+	// The request body is the asset's content, sent as it is (not JSON, not a form), with
+	// its media type in `Content-Type` (none: `application/octet-stream`) and its name in
+	// the `name` query parameter. The body is streamed to the object store, never held
+	// in memory, and may be sent with `Content-Length` or chunked. A body larger than
+	// `limits.asset_bytes` (100 MiB by default) is 413 `payload_too_large`; an upload that
+	// fails or is cut off midway leaves nothing behind: the asset exists, with its
+	// `size` and `sha256`, only once its whole content is stored.
+	//
+	// With `Idempotency-Key`, a retry replays the first answer when its name, its
+	// `Content-Type` and its bytes are the same (the body is compared by its SHA-256,
+	// never buffered); an upload that did not read its whole body (413, or cut off)
+	// does not hold its key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/assets (the `UploadAsset` operationId).
+	UploadAssetWithBodyWithResponse(ctx context.Context, params *UploadAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadAssetResponse, error)
+
+	// RetireAssetWithResponse Retire an asset
+	//
+	// Retires the asset (SPEC 3.2): it stays listed and its content stays readable for
+	// history, but nothing can newly refer to it (409 `conflict`). Retiring a retired
+	// asset changes nothing and answers 204 again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/assets/{asset_id} (the `RetireAsset` operationId).
+	RetireAssetWithResponse(ctx context.Context, assetId AssetId, params *RetireAssetParams, reqEditors ...RequestEditorFn) (*RetireAssetResponse, error)
+
+	// GetAssetWithResponse Read an asset's metadata
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/assets/{asset_id} (the `GetAsset` operationId).
+	GetAssetWithResponse(ctx context.Context, assetId AssetId, reqEditors ...RequestEditorFn) (*GetAssetResponse, error)
+
+	// GetAssetContentWithResponse Download an asset's content
+	//
+	// Answers the content with the asset's `Content-Type`, `Content-Length`, its `ETag`
+	// (the asset's, `"<id>:<version>"`), `Accept-Ranges: bytes` and
+	// `Content-Disposition: attachment` with the asset's name. A retired asset's content
+	// stays readable. One byte range (`Range: bytes=0-99`, `bytes=100-`, `bytes=-100`)
+	// answers 206 with `Content-Range`; a range that starts past the end is 416
+	// `range_not_satisfiable` with `Content-Range: bytes */<size>`. Several ranges, a
+	// malformed `Range`, a range on empty content, or an `If-Range` that does not match
+	// the `ETag` answer the whole content (200). `If-None-Match` with the current `ETag`
+	// is 304. The `Accept` header is not checked here: the content has the media type
+	// it was uploaded with.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/assets/{asset_id}/content (the `GetAssetContent` operationId).
+	GetAssetContentWithResponse(ctx context.Context, assetId AssetId, params *GetAssetContentParams, reqEditors ...RequestEditorFn) (*GetAssetContentResponse, error)
+
 	// ListAuditEventsWithResponse List the key's workspace's audit trail
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -13074,8 +13687,9 @@ type ClientWithResponsesInterface interface {
 	// GetReadinessWithResponse Readiness probe
 	//
 	// 200 once startup finished, every background task runs and the database schema
-	// answers within `server.readiness_timeout`. While Redis is unreachable the
-	// process stays ready and lists it under `degraded`.
+	// answers within `server.readiness_timeout`. While Redis, or the object store, is
+	// unreachable the process stays ready and lists it under `degraded` (the object
+	// store is checked on every probe, within the same time-out).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14467,6 +15081,569 @@ func (r RevokeAPIKeyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeAPIKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAssetsResponse429Headers the declared response headers of an HTTP 429 response for ListAssets
+type ListAssetsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListAssetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AssetPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAssetsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAssetsResponse) GetJSON200() *AssetPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAssetsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAssetsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAssetsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListAssetsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAssetsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAssetsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAssetsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAssetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAssetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAssetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAssetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UploadAssetResponse201Headers the declared response headers of an HTTP 201 response for UploadAsset
+type UploadAssetResponse201Headers struct {
+	ETag     *string
+	Location *string
+}
+
+// UploadAssetResponse429Headers the declared response headers of an HTTP 429 response for UploadAsset
+type UploadAssetResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UploadAssetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Asset
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *UploadAssetResponse201Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UploadAssetResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UploadAssetResponse) GetJSON201() *Asset {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UploadAssetResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UploadAssetResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UploadAssetResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r UploadAssetResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UploadAssetResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UploadAssetResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UploadAssetResponse) GetJSON415() *Error {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UploadAssetResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UploadAssetResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UploadAssetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UploadAssetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UploadAssetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UploadAssetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UploadAssetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetireAssetResponse429Headers the declared response headers of an HTTP 429 response for RetireAsset
+type RetireAssetResponse429Headers struct {
+	RetryAfter *int
+}
+
+type RetireAssetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON428 the response for an HTTP 428 `application/json` response
+	JSON428 *PreconditionRequired
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetireAssetResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RetireAssetResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RetireAssetResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RetireAssetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r RetireAssetResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r RetireAssetResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON428 returns the response for an HTTP 428 `application/json` response
+func (r RetireAssetResponse) GetJSON428() *PreconditionRequired {
+	return r.JSON428
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RetireAssetResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RetireAssetResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RetireAssetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RetireAssetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetireAssetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetireAssetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetireAssetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAssetResponse200Headers the declared response headers of an HTTP 200 response for GetAsset
+type GetAssetResponse200Headers struct {
+	ETag *string
+}
+
+// GetAssetResponse429Headers the declared response headers of an HTTP 429 response for GetAsset
+type GetAssetResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetAssetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Asset
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAssetResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAssetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAssetResponse) GetJSON200() *Asset {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAssetResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAssetResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAssetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetAssetResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAssetResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAssetResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAssetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAssetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAssetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAssetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAssetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAssetContentResponse200Headers the declared response headers of an HTTP 200 response for GetAssetContent
+type GetAssetContentResponse200Headers struct {
+	AcceptRanges       *string
+	ContentDisposition *string
+	ContentLength      *int
+	ETag               *string
+}
+
+// GetAssetContentResponse206Headers the declared response headers of an HTTP 206 response for GetAssetContent
+type GetAssetContentResponse206Headers struct {
+	AcceptRanges       *string
+	ContentDisposition *string
+	ContentLength      *int
+	ContentRange       *string
+	ETag               *string
+}
+
+// GetAssetContentResponse304Headers the declared response headers of an HTTP 304 response for GetAssetContent
+type GetAssetContentResponse304Headers struct {
+	ETag *string
+}
+
+// GetAssetContentResponse416Headers the declared response headers of an HTTP 416 response for GetAssetContent
+type GetAssetContentResponse416Headers struct {
+	ContentRange *string
+}
+
+// GetAssetContentResponse429Headers the declared response headers of an HTTP 429 response for GetAssetContent
+type GetAssetContentResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetAssetContentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON416 the response for an HTTP 416 `application/json` response
+	JSON416 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAssetContentResponse200Headers
+	// Headers206 the parsed response headers for an HTTP 206 response
+	Headers206 *GetAssetContentResponse206Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetAssetContentResponse304Headers
+	// Headers416 the parsed response headers for an HTTP 416 response
+	Headers416 *GetAssetContentResponse416Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAssetContentResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAssetContentResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAssetContentResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAssetContentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetAssetContentResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON416 returns the response for an HTTP 416 `application/json` response
+func (r GetAssetContentResponse) GetJSON416() *Error {
+	return r.JSON416
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAssetContentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAssetContentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAssetContentResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAssetContentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAssetContentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAssetContentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAssetContentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -24093,6 +25270,101 @@ func (c *ClientWithResponses) RevokeAPIKeyWithResponse(ctx context.Context, apiK
 	return ParseRevokeAPIKeyResponse(rsp)
 }
 
+// ListAssetsWithResponse List the assets of the key's workspace
+//
+// Newest first; retired assets are listed too (`retired_at` is set).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/assets (the `ListAssets` operationId).
+func (c *ClientWithResponses) ListAssetsWithResponse(ctx context.Context, params *ListAssetsParams, reqEditors ...RequestEditorFn) (*ListAssetsResponse, error) {
+	rsp, err := c.ListAssets(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAssetsResponse(rsp)
+}
+
+// UploadAssetWithBodyWithResponse Upload an asset
+//
+// The request body is the asset's content, sent as it is (not JSON, not a form), with
+// its media type in `Content-Type` (none: `application/octet-stream`) and its name in
+// the `name` query parameter. The body is streamed to the object store, never held
+// in memory, and may be sent with `Content-Length` or chunked. A body larger than
+// `limits.asset_bytes` (100 MiB by default) is 413 `payload_too_large`; an upload that
+// fails or is cut off midway leaves nothing behind: the asset exists, with its
+// `size` and `sha256`, only once its whole content is stored.
+//
+// With `Idempotency-Key`, a retry replays the first answer when its name, its
+// `Content-Type` and its bytes are the same (the body is compared by its SHA-256,
+// never buffered); an upload that did not read its whole body (413, or cut off)
+// does not hold its key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/assets (the `UploadAsset` operationId).
+func (c *ClientWithResponses) UploadAssetWithBodyWithResponse(ctx context.Context, params *UploadAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadAssetResponse, error) {
+	rsp, err := c.UploadAssetWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUploadAssetResponse(rsp)
+}
+
+// RetireAssetWithResponse Retire an asset
+//
+// Retires the asset (SPEC 3.2): it stays listed and its content stays readable for
+// history, but nothing can newly refer to it (409 `conflict`). Retiring a retired
+// asset changes nothing and answers 204 again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/assets/{asset_id} (the `RetireAsset` operationId).
+func (c *ClientWithResponses) RetireAssetWithResponse(ctx context.Context, assetId AssetId, params *RetireAssetParams, reqEditors ...RequestEditorFn) (*RetireAssetResponse, error) {
+	rsp, err := c.RetireAsset(ctx, assetId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetireAssetResponse(rsp)
+}
+
+// GetAssetWithResponse Read an asset's metadata
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/assets/{asset_id} (the `GetAsset` operationId).
+func (c *ClientWithResponses) GetAssetWithResponse(ctx context.Context, assetId AssetId, reqEditors ...RequestEditorFn) (*GetAssetResponse, error) {
+	rsp, err := c.GetAsset(ctx, assetId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAssetResponse(rsp)
+}
+
+// GetAssetContentWithResponse Download an asset's content
+//
+// Answers the content with the asset's `Content-Type`, `Content-Length`, its `ETag`
+// (the asset's, `"<id>:<version>"`), `Accept-Ranges: bytes` and
+// `Content-Disposition: attachment` with the asset's name. A retired asset's content
+// stays readable. One byte range (`Range: bytes=0-99`, `bytes=100-`, `bytes=-100`)
+// answers 206 with `Content-Range`; a range that starts past the end is 416
+// `range_not_satisfiable` with `Content-Range: bytes */<size>`. Several ranges, a
+// malformed `Range`, a range on empty content, or an `If-Range` that does not match
+// the `ETag` answer the whole content (200). `If-None-Match` with the current `ETag`
+// is 304. The `Accept` header is not checked here: the content has the media type
+// it was uploaded with.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/assets/{asset_id}/content (the `GetAssetContent` operationId).
+func (c *ClientWithResponses) GetAssetContentWithResponse(ctx context.Context, assetId AssetId, params *GetAssetContentParams, reqEditors ...RequestEditorFn) (*GetAssetContentResponse, error) {
+	rsp, err := c.GetAssetContent(ctx, assetId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAssetContentResponse(rsp)
+}
+
 // ListAuditEventsWithResponse List the key's workspace's audit trail
 //
 // Returns a wrapper object for the known response body format(s).
@@ -25925,8 +27197,9 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // GetReadinessWithResponse Readiness probe
 //
 // 200 once startup finished, every background task runs and the database schema
-// answers within `server.readiness_timeout`. While Redis is unreachable the
-// process stays ready and lists it under `degraded`.
+// answers within `server.readiness_timeout`. While Redis, or the object store, is
+// unreachable the process stays ready and lists it under `degraded` (the object
+// store is checked on every probe, within the same time-out).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -27244,6 +28517,596 @@ func ParseRevokeAPIKeyResponse(rsp *http.Response) (*RevokeAPIKeyResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers RevokeAPIKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAssetsResponse parses an HTTP response from a ListAssetsWithResponse call
+func ParseListAssetsResponse(rsp *http.Response) (*ListAssetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAssetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AssetPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListAssetsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUploadAssetResponse parses an HTTP response from a UploadAssetWithResponse call
+func ParseUploadAssetResponse(rsp *http.Response) (*UploadAssetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UploadAssetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Asset
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers UploadAssetResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 429:
+		var headers UploadAssetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetireAssetResponse parses an HTTP response from a RetireAssetWithResponse call
+func ParseRetireAssetResponse(rsp *http.Response) (*RetireAssetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetireAssetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
+		var dest PreconditionRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON428 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RetireAssetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAssetResponse parses an HTTP response from a GetAssetWithResponse call
+func ParseGetAssetResponse(rsp *http.Response) (*GetAssetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAssetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Asset
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAssetResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAssetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAssetContentResponse parses an HTTP response from a GetAssetContentWithResponse call
+func ParseGetAssetContentResponse(rsp *http.Response) (*GetAssetContentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAssetContentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 416:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON416 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAssetContentResponse200Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 206:
+		var headers GetAssetContentResponse206Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers206 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetAssetContentResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 416:
+		var headers GetAssetContentResponse416Headers
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		response.Headers416 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAssetContentResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -56,22 +56,27 @@ func (q *Queries) IdempotencyKeyClaim(ctx context.Context, db DBTX, arg Idempote
 const idempotencyKeyComplete = `-- name: IdempotencyKeyComplete :execrows
 UPDATE idempotency_key
 SET state = 'completed', status = $1, response = $2, completed_at = now(),
-    expires_at = created_at + make_interval(secs => $3::double precision)
-WHERE id = $4 AND state = 'in_progress'
+    fingerprint = coalesce($3, fingerprint),
+    expires_at = created_at + make_interval(secs => $4::double precision)
+WHERE id = $5 AND state = 'in_progress'
 `
 
 type IdempotencyKeyCompleteParams struct {
-	Status     *int32  `json:"status"`
-	Response   []byte  `json:"response"`
-	TtlSeconds float64 `json:"ttl_seconds"`
-	ID         string  `json:"id"`
+	Status      *int32  `json:"status"`
+	Response    []byte  `json:"response"`
+	Fingerprint []byte  `json:"fingerprint"`
+	TtlSeconds  float64 `json:"ttl_seconds"`
+	ID          string  `json:"id"`
 }
 
 // Stores the first response; the record then lives 24 hours from its creation.
+// A streamed request's fingerprint is known only once its body was read, so
+// it is stored here (null keeps the one claimed with).
 func (q *Queries) IdempotencyKeyComplete(ctx context.Context, db DBTX, arg IdempotencyKeyCompleteParams) (int64, error) {
 	result, err := db.Exec(ctx, idempotencyKeyComplete,
 		arg.Status,
 		arg.Response,
+		arg.Fingerprint,
 		arg.TtlSeconds,
 		arg.ID,
 	)

@@ -26,6 +26,30 @@ type ApiKey struct {
 	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
+type Asset struct {
+	ID          string     `json:"id"`
+	WorkspaceID string     `json:"workspace_id"`
+	Name        string     `json:"name"`
+	ContentType string     `json:"content_type"`
+	Size        int64      `json:"size"`
+	Sha256      string     `json:"sha256"`
+	ObjectKey   string     `json:"object_key"`
+	RetiredAt   *time.Time `json:"retired_at"`
+	Version     int32      `json:"version"`
+	CreatedByID string     `json:"created_by_id"`
+	UpdatedByID string     `json:"updated_by_id"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+type AssetUpload struct {
+	ID          string    `json:"id"`
+	WorkspaceID string    `json:"workspace_id"`
+	ObjectKey   string    `json:"object_key"`
+	CreatedByID string    `json:"created_by_id"`
+	StartedAt   time.Time `json:"started_at"`
+}
+
 type AuditEvent struct {
 	ID             string    `json:"id"`
 	OrganizationID *string   `json:"organization_id"`

@@ -49,6 +49,8 @@ const pausedSweepOwner = "apitest-paused-sweeps"
 // Harness is a started svc process and clients that check the contract.
 type Harness struct {
 	App *app.App
+	// Config is the configuration the process started with.
+	Config *config.Config
 	// URL is the process's base URL, e.g. http://127.0.0.1:41234.
 	URL string
 	// HTTP is a client whose every response is checked against the contract.
@@ -70,7 +72,7 @@ func RedisURL(t testing.TB) string {
 }
 
 // Config returns a configuration for a test process: its own fresh database, the
-// test Redis, a new key ring and a free port.
+// test Redis, a new key ring, a file object store of its own and a free port.
 func Config(t testing.TB) *config.Config {
 	t.Helper()
 	cfg := config.Default()
@@ -86,6 +88,8 @@ func Config(t testing.TB) *config.Config {
 		t.Fatalf("generate key ring: %v", err)
 	}
 	cfg.Encryption.KeyFile = key
+	// Each test process keeps its objects in a directory of its own.
+	cfg.ObjectStore.URL = "file://" + filepath.Join(t.TempDir(), "objects")
 	return &cfg
 }
 
@@ -131,7 +135,7 @@ func Start(t testing.TB, opts Options) *Harness {
 		_ = a.Shutdown()
 		t.Fatalf("start process: %v\nlogs:\n%s", err, logs.String())
 	}
-	h := &Harness{App: a, URL: "http://" + a.Addr().String(), Logs: logs}
+	h := &Harness{App: a, Config: cfg, URL: "http://" + a.Addr().String(), Logs: logs}
 	t.Cleanup(func() {
 		// A connection the client dialled but never used holds the server's
 		// Shutdown for 5 s (net/http counts it idle only after that); close

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/svcdev/svc/internal/asset"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/buildinfo"
 	"github.com/svcdev/svc/internal/config"
@@ -27,6 +28,7 @@ import (
 	"github.com/svcdev/svc/internal/idempotency"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/metrics"
+	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/supervisor"
@@ -53,6 +55,8 @@ type App struct {
 	// Connections drives the connection authorizations this process owns
 	// and recovers those of processes that disappeared.
 	Connections *connection.Service
+	// Store keeps asset content (and, later, checkpoints).
+	Store objectstore.Store
 	// ReplicaID names this process in claims and leases.
 	ReplicaID string
 
@@ -73,6 +77,10 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
+	store, err := objectstore.Open(cfg.ObjectStore)
+	if err != nil {
+		return nil, err
+	}
 	pool, err := dbx.NewPool(ctx, cfg.Database.URL, dbx.PoolOptions{MaxConns: cfg.Database.MaxConns, ConnectTimeout: cfg.Database.ConnectTimeout})
 	if err != nil {
 		return nil, err
@@ -89,8 +97,9 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 	a := &App{
 		cfg: cfg, role: role, log: log,
 		Metrics:   metrics.New(buildinfo.Version, schema.Version()),
-		Health:    &health.Checker{Role: string(role), DB: pool, Timeout: cfg.Server.ReadinessTimeout},
+		Health:    &health.Checker{Role: string(role), DB: pool, ObjectStore: store, Timeout: cfg.Server.ReadinessTimeout, Log: log},
 		Pool:      pool,
+		Store:     store,
 		Redis:     redis.NewClient(redisOpts),
 		Keyring:   ring,
 		ReplicaID: replicaID(),
@@ -119,7 +128,9 @@ func (a *App) Start(ctx context.Context) error {
 		RequestBytes: a.cfg.Limits.RequestBytes,
 		Deps: httpapi.Deps{Config: a.cfg, Log: a.log, Pool: a.Pool, Keyring: a.Keyring, Auth: a.Auth, Redis: a.Redis,
 			Types: a.Types, ReplicaID: a.ReplicaID,
-			References: refs.Workspace{Types: a.Types, Connections: a.Connections}},
+			References: refs.Workspace{Types: a.Types, Connections: a.Connections,
+				Assets: asset.NewService(a.Pool, a.Store, a.cfg.Limits.AssetBytes, a.log)},
+			ObjectStore: a.Store},
 	})
 	if err != nil {
 		return err
@@ -158,6 +169,9 @@ func (a *App) Start(ctx context.Context) error {
 		}
 	}
 	if err := dbx.CheckSchema(ctx, a.Pool, false); err != nil {
+		return err
+	}
+	if err := checkObjectStore(ctx, a.Store, a.cfg.Database.ConnectTimeout); err != nil {
 		return err
 	}
 
@@ -274,6 +288,18 @@ func (a *App) registerSweeps() {
 			return err
 		},
 	})
+	assets := asset.NewService(a.Pool, a.Store, a.cfg.Limits.AssetBytes, a.log)
+	a.Sweeps.Register(sweep.Sweep{
+		Name:     "purge_asset_uploads",
+		Interval: time.Duration(a.cfg.Control.ScanSeconds) * 12 * time.Second,
+		Run: func(ctx context.Context) error {
+			n, err := assets.PurgeStaleUploads(ctx, asset.StaleUploadAge)
+			if n > 0 {
+				a.log.Info("abandoned asset uploads purged", "count", n)
+			}
+			return err
+		},
+	})
 	a.Sweeps.Register(sweep.Sweep{
 		Name:     "recover_connection_operations",
 		Interval: time.Duration(a.cfg.Providers.OperationScanSeconds) * time.Second,
@@ -323,4 +349,17 @@ func replicaID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// checkObjectStore refuses to start against an object store that does not
+// answer, or cannot be written to, within timeout: a missing bucket or
+// directory, or wrong keys, are configuration errors best reported at once.
+// Once started, a lost store only degrades /readyz (see health.Checker).
+func checkObjectStore(ctx context.Context, store objectstore.Store, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := store.Check(ctx); err != nil {
+		return fmt.Errorf("object_store.url: %w", err)
+	}
+	return nil
 }

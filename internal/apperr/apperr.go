@@ -27,6 +27,7 @@ const (
 	KindPreconditionFailed               // precondition_failed 412: stale If-Match
 	KindPayloadTooLarge                  // payload_too_large 413
 	KindUnsupportedMediaType             // unsupported_media_type 415
+	KindRangeNotSatisfiable              // range_not_satisfiable 416: a byte range past the end
 	KindPreconditionRequired             // precondition_required 428: If-Match missing
 	KindRateLimited                      // rate_limited 429
 	KindUnavailable                      // unavailable 503
@@ -46,6 +47,7 @@ var codes = [...]string{
 	KindPreconditionFailed:   "precondition_failed",
 	KindPayloadTooLarge:      "payload_too_large",
 	KindUnsupportedMediaType: "unsupported_media_type",
+	KindRangeNotSatisfiable:  "range_not_satisfiable",
 	KindPreconditionRequired: "precondition_required",
 	KindRateLimited:          "rate_limited",
 	KindUnavailable:          "unavailable",

@@ -69,6 +69,9 @@ type ObjectStore struct {
 	AccessKeyID     string `koanf:"access_key_id" secret:"true"`
 	SecretAccessKey string `koanf:"secret_access_key" secret:"true"`
 	UseTLS          bool   `koanf:"use_tls"`
+	// PathStyle puts the bucket in the URL path rather than the host name,
+	// which S3-compatible servers (MinIO, versitygw, Ceph) expect.
+	PathStyle bool `koanf:"path_style"`
 }
 
 // Encryption locates the key ring. An empty KeyFile passes Validate; the
@@ -215,9 +218,10 @@ func Default() Config {
 		},
 		Redis: Redis{URL: "redis://127.0.0.1:6379/0", KeyPrefix: "svc:"},
 		ObjectStore: ObjectStore{
-			URL:    "file://data/objects",
-			Region: "us-east-1",
-			UseTLS: true,
+			URL:       "file://data/objects",
+			Region:    "us-east-1",
+			UseTLS:    true,
+			PathStyle: true,
 		},
 		Auth: Auth{
 			ExpiryScanSeconds:    60,

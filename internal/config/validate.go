@@ -193,6 +193,13 @@ func (v *validator) httpURL(key, raw string) {
 	}
 }
 
+// s3BucketPattern is S3's rule for bucket names; s3PrefixPattern a key prefix
+// of plain segments, which the store puts before its ws/... keys.
+var (
+	s3BucketPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+	s3PrefixPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$`)
+)
+
 func (v *validator) objectStore(o ObjectStore) {
 	u, err := parseURL(o.URL)
 	switch {
@@ -203,8 +210,20 @@ func (v *validator) objectStore(o ObjectStore) {
 			v.fail("object_store.url", "file:// needs a directory, such as file://data/objects")
 		}
 	case u.Scheme == "s3":
-		if u.Host == "" {
+		switch {
+		case u.Host == "":
 			v.fail("object_store.url", "s3:// needs a bucket name, such as s3://assets")
+		case !s3BucketPattern.MatchString(u.Host) || strings.Contains(u.Host, ".."):
+			v.fail("object_store.url", "bucket %q is not an S3 bucket name (3 to 63 lowercase letters, digits, '.' and '-')", u.Host)
+		}
+		if prefix := strings.Trim(u.Path, "/"); prefix != "" && !s3PrefixPattern.MatchString(prefix) {
+			v.fail("object_store.url", "prefix %q must be segments of letters, digits, '.', '_' and '-' separated by '/'", prefix)
+		}
+		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			v.fail("object_store.url", "s3:// takes only a bucket and a prefix; keys go in access_key_id and secret_access_key")
+		}
+		if (o.AccessKeyID == "") != (o.SecretAccessKey == "") {
+			v.fail("object_store.access_key_id", "access_key_id and secret_access_key must be set together")
 		}
 		if o.Endpoint == "" {
 			v.fail("object_store.endpoint", "is required for an s3:// object store")

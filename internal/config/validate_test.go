@@ -49,6 +49,22 @@ func TestValidate(t *testing.T) {
 			c.ObjectStore.Endpoint = "http://minio"
 			c.ObjectStore.Region = ""
 		}, want: []string{"object_store.endpoint: must be host:port", "object_store.region: is required"}},
+		{name: "ObjectStoreS3Names", mutate: func(c *Config) {
+			c.ObjectStore.URL = "s3://Assets_Bucket/../x?y=1"
+			c.ObjectStore.Endpoint = "minio:9000"
+			c.ObjectStore.AccessKeyID = "AKIAEXAMPLE"
+		}, want: []string{
+			`object_store.url: bucket "Assets_Bucket" is not an S3 bucket name`,
+			`object_store.url: prefix "../x" must be segments`,
+			"object_store.url: s3:// takes only a bucket and a prefix",
+			"object_store.access_key_id: access_key_id and secret_access_key must be set together",
+		}, not: []string{"AKIAEXAMPLE"}},
+		{name: "ObjectStoreS3Keys", mutate: func(c *Config) {
+			c.ObjectStore.URL = "s3://svc-assets/prod/v1"
+			c.ObjectStore.Endpoint = "s3.eu-west-1.amazonaws.com:443"
+			c.ObjectStore.AccessKeyID, c.ObjectStore.SecretAccessKey = "id", "secret"
+			c.ObjectStore.PathStyle = false
+		}},
 		{name: "Auth", mutate: func(c *Config) { c.Auth.SessionTTLSeconds = -5 }, want: []string{"auth.session_ttl_seconds: must be greater than 0, got -5"}},
 		{name: "Control", mutate: func(c *Config) { c.Control.ScanSeconds = 0 }, want: []string{"control.scan_seconds:"}},
 		{name: "Worker", mutate: func(c *Config) {

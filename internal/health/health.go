@@ -3,6 +3,7 @@ package health
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -15,8 +16,21 @@ const (
 	DependencyDatabase = "database"
 )
 
-// DegradedRedis names Redis in the degraded list while it is unreachable.
-const DegradedRedis = "redis"
+// Names in the degraded list: dependencies whose loss leaves the process
+// ready, because most of what it serves does not need them.
+const (
+	// DegradedRedis: Redis is unreachable (live streams and rate limits pause).
+	DegradedRedis = "redis"
+	// DegradedObjectStore: the object store does not answer, or cannot be
+	// written; uploads, downloads (and checkpoints) fail until it returns.
+	DegradedObjectStore = "object_store"
+)
+
+// StoreChecker is what readiness asks of the object store.
+type StoreChecker interface {
+	Check(ctx context.Context) error
+	Describe() string
+}
 
 // Report is the outcome of a readiness check.
 type Report struct {
@@ -32,14 +46,19 @@ type TaskWatcher interface {
 
 // Checker holds the state readiness is computed from.
 type Checker struct {
-	Role    string
-	DB      dbx.Querier // nil until the pool exists
-	Tasks   TaskWatcher // nil until the supervisor exists
-	Timeout time.Duration
+	Role  string
+	DB    dbx.Querier // nil until the pool exists
+	Tasks TaskWatcher // nil until the supervisor exists
+	// ObjectStore is checked on every readiness probe; nil skips it.
+	ObjectStore StoreChecker
+	Timeout     time.Duration
+	// Log receives the object store's changes between up and down; nil is silent.
+	Log *slog.Logger
 
 	started    atomic.Bool
 	stopping   atomic.Bool
 	redisState atomic.Int32 // 0 unknown or not configured, 1 up, 2 down
+	storeState atomic.Int32 // the same for the object store
 }
 
 // MarkStarted records that startup finished.
@@ -64,7 +83,9 @@ func (c *Checker) SetRedisUp(up bool) {
 func (c *Checker) RedisDown() bool { return c.redisState.Load() == 2 }
 
 // Ready checks readiness now: startup done, every task running, and the schema
-// answering within the time-out. The schema may be newer than this build's, since
+// answering within the time-out. The object store is checked at the same
+// time; the specification makes readiness depend on the runtime and the
+// database only, so its loss is reported under degraded, like Redis's. The schema may be newer than this build's, since
 // older replicas keep serving during a rolling upgrade.
 func (c *Checker) Ready(ctx context.Context) Report {
 	if !c.Started() || c.DB == nil {
@@ -77,12 +98,44 @@ func (c *Checker) Ready(ctx context.Context) Report {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	if err := dbx.CheckSchema(ctx, c.DB, true); err != nil {
+	// The object store is checked beside the schema, within the same time-out.
+	storeErr := make(chan error, 1)
+	if c.ObjectStore != nil {
+		go func() { storeErr <- c.ObjectStore.Check(ctx) }()
+	} else {
+		storeErr <- nil
+	}
+	dbErr := dbx.CheckSchema(ctx, c.DB, true)
+	serr := <-storeErr
+	if dbErr != nil {
 		return Report{Dependency: DependencyDatabase}
 	}
+	c.noteStore(serr)
 	r := Report{Ready: true}
 	if c.RedisDown() {
-		r.Degraded = []string{DegradedRedis}
+		r.Degraded = append(r.Degraded, DegradedRedis)
+	}
+	if serr != nil {
+		r.Degraded = append(r.Degraded, DegradedObjectStore)
 	}
 	return r
+}
+
+// noteStore logs the object store's changes between up and down.
+func (c *Checker) noteStore(err error) {
+	state := int32(1)
+	if err != nil {
+		state = 2
+	}
+	old := c.storeState.Swap(state)
+	if c.Log == nil || old == state {
+		return
+	}
+	switch {
+	case err != nil:
+		c.Log.Warn("the object store is unavailable; uploads and downloads fail until it returns",
+			"object_store", c.ObjectStore.Describe(), "error", err.Error())
+	case old == 2:
+		c.Log.Info("the object store is available again", "object_store", c.ObjectStore.Describe())
+	}
 }

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"net/http"
 	"testing"
 
@@ -116,9 +118,29 @@ func TestSkillsAndAgentSkillReferences(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, r2)
 	require.Equal(t, map[string]any{}, r2["config"].(map[string]any)["metadata"])
 
-	// A package asset does not exist in this build: 404 naming it.
-	status, out := b.publish(t, path, map[string]any{"config": map[string]any{"instructions": "x", "package": map[string]any{"asset_id": "as_01jd5v6w1q3yb8j8y3tn9z2k7h"}}})
+	// The package: an absent asset is 404; an archive with a path out of the
+	// package is 400; a safe one is published; a retired one is 409.
+	withPackage := func(assetID any) map[string]any {
+		return map[string]any{"config": map[string]any{"instructions": "x", "package": map[string]any{"asset_id": assetID}}}
+	}
+	status, out := b.publish(t, path, withPackage("as_01jd5v6w1q3yb8j8y3tn9z2k7h"))
 	require.Equal(t, http.StatusNotFound, status, out)
+	require.Equal(t, []string{"config.package.asset_id"}, fields(t, out))
+	assets := &assetsBundle{h: b.h, admin: b.admin, api: b.api}
+	evil := assets.upload(t, b.admin.APIKey, "evil.zip", "application/zip", bytes.NewReader(zipOf(t, "../etc/passwd")), -1)
+	require.Equal(t, http.StatusCreated, evil.status)
+	status, out = b.publish(t, path, withPackage(evil.asset.Id))
+	require.Equal(t, http.StatusBadRequest, status, out)
+	require.Equal(t, []string{"config.package.asset_id"}, fields(t, out))
+	require.Contains(t, out["error"].(map[string]any)["details"].([]any)[0].(map[string]any)["reason"], "../etc/passwd")
+	good := assets.upload(t, b.admin.APIKey, "pdf.zip", "application/zip", bytes.NewReader(zipOf(t, "SKILL.md", "scripts/fill.py")), -1)
+	require.Equal(t, http.StatusCreated, good.status)
+	status, out = b.publish(t, path, withPackage(good.asset.Id))
+	require.Equal(t, http.StatusCreated, status, out)
+	status, _, _ = b.do(t, http.MethodDelete, "/api/v1/assets/"+good.asset.Id, nil, "If-Match", `"`+good.asset.Id+`:1"`)
+	require.Equal(t, http.StatusNoContent, status)
+	status, out = b.publish(t, path, map[string]any{"config": map[string]any{"instructions": "y", "package": map[string]any{"asset_id": good.asset.Id}}})
+	require.Equal(t, http.StatusConflict, status, out)
 	require.Equal(t, []string{"config.package.asset_id"}, fields(t, out))
 
 	// Agents reference skills, optionally pinned to one of the skill's revisions.
@@ -199,4 +221,19 @@ func TestAgentsReferToTemplatesMemoriesAndConnections(t *testing.T) {
 	status, out, _ = b.do(t, http.MethodDelete, "/api/v1/memories/"+mem["id"].(string), nil, "If-Match", etag(mem))
 	require.Equal(t, http.StatusNoContent, status, out)
 	b.refused(t, map[string]any{"model": "main", "memories": cfg["memories"]}, http.StatusNotFound, "not_found", "config.memories[0].memory_id")
+}
+
+// zipOf is a zip archive holding a small file at each name.
+func zipOf(t *testing.T, names ...string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range names {
+		w, err := zw.Create(name)
+		require.NoError(t, err)
+		_, err = w.Write([]byte("content of " + name))
+		require.NoError(t, err)
+	}
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
 }

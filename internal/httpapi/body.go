@@ -20,17 +20,23 @@ import (
 // the size limit (413), and it must be strict JSON (400): no duplicate keys, no
 // trailing data, no NUL, no invalid UTF-8 or lone surrogates, which Go's decoder
 // would otherwise let through or PostgreSQL would turn into a 500.
-func jsonBody(limit int64) echo.MiddlewareFunc {
+//
+// Operations the contract marks x-svc-binary are exempt where their bodies
+// are not JSON: an upload's body is streamed by its handler under its own
+// limit, and a download's answer has the content's media type, whatever the
+// Accept header says.
+func jsonBody(limit int64, binary binaryOps) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
 			if !isGatedAPIPath(req.URL.Path) {
 				return next(c)
 			}
-			if !acceptsJSON(req.Header.Values(echo.HeaderAccept)) {
+			kind := binary.of(c)
+			if kind != binaryResponse && !acceptsJSON(req.Header.Values(echo.HeaderAccept)) {
 				return apperr.New(apperr.KindNotAcceptable, "this API answers application/json only")
 			}
-			if !hasBody(req) {
+			if !hasBody(req) || kind == binaryRequest {
 				return next(c)
 			}
 			if err := checkJSONContentType(req.Header.Get(echo.HeaderContentType)); err != nil {

@@ -67,3 +67,45 @@ func TestEveryAPIOperationDocumentsTheEdgeAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryOperationsAreDeclaredConsistently: x-svc-binary is "request" on
+// operations whose only body is optional raw bytes (the edge hides it from
+// the validator, which then sees none), and "response" on operations that
+// answer raw bytes.
+func TestBinaryOperationsAreDeclaredConsistently(t *testing.T) {
+	t.Parallel()
+	doc, err := spec.GetSpec()
+	require.NoError(t, err)
+	seen := map[string]int{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			v, ok := op.Extensions[binaryExtension]
+			if !ok {
+				continue
+			}
+			seen[v.(string)]++
+			switch v {
+			case binaryRequest:
+				require.NotNil(t, op.RequestBody, "%s %s", method, path)
+				rb := op.RequestBody.Value
+				require.False(t, rb.Required, "%s %s: the validator sees no body, so it must be optional", method, path)
+				require.Len(t, rb.Content, 1, "%s %s", method, path)
+				mt := rb.Content.Get("*/*")
+				require.NotNil(t, mt, "%s %s: any media type", method, path)
+				require.Equal(t, "binary", mt.Schema.Value.Format, "%s %s", method, path)
+			case binaryResponse:
+				ok := false
+				for _, r := range op.Responses.Map() {
+					if mt := r.Value.Content.Get("*/*"); mt != nil && mt.Schema.Value.Format == "binary" {
+						ok = true
+					}
+				}
+				require.True(t, ok, "%s %s answers no raw bytes", method, path)
+			default:
+				t.Fatalf("%s %s: %s must be %q or %q, got %v", method, path, binaryExtension, binaryRequest, binaryResponse, v)
+			}
+		}
+	}
+	require.Positive(t, seen[binaryRequest], "the asset upload is declared")
+	require.Positive(t, seen[binaryResponse], "the asset download is declared")
+}

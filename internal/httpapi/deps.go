@@ -9,6 +9,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/refs"
 )
@@ -21,6 +22,8 @@ type Deps struct {
 	Keyring *keyring.Ring
 	Auth    *auth.Authenticator
 	Redis   *redis.Client
+	// ObjectStore keeps asset content.
+	ObjectStore objectstore.Store
 	// Types is the registry of installed provider types, compiled once per
 	// process (its JSON Schemas) and shared by every handler that needs it.
 	Types *types.Registry

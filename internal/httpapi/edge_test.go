@@ -46,6 +46,30 @@ paths:
                     base_url: {type: string, format: uri}
       responses:
         "201": {description: created}
+  /api/v1/blobs:
+    post:
+      operationId: uploadBlob
+      x-svc-binary: request
+      parameters:
+        - {name: name, in: query, required: true, schema: {type: string, minLength: 1}}
+      requestBody:
+        content:
+          "*/*":
+            schema: {type: string, format: binary}
+      responses:
+        "201": {description: created}
+  /api/v1/blobs/{id}:
+    get:
+      operationId: getBlob
+      x-svc-binary: response
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: string}}
+      responses:
+        "200":
+          description: the blob
+          content:
+            "*/*":
+              schema: {type: string, format: binary}
 `
 
 type edgeBundle struct {
@@ -66,7 +90,7 @@ func setupEdge(t *testing.T) *edgeBundle {
 	log := slog.New(slog.NewJSONHandler(&lockedWriter{w: b.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := echo.New()
 	e.HTTPErrorHandler = errorHandler(log)
-	e.Use(requestID, observe(log, metrics.New("test", 1)), readyGate(b.started.Load), jsonBody(256), requestValidator(doc, nil))
+	e.Use(requestID, observe(log, metrics.New("test", 1)), readyGate(b.started.Load), jsonBody(256, binaryOperations(doc)), streamBodies(binaryOperations(doc), requestValidator(doc, nil)))
 	e.POST("/api/v1/things", func(c echo.Context) error {
 		b.handled.Add(1)
 		var v map[string]any
@@ -74,6 +98,21 @@ func setupEdge(t *testing.T) *edgeBundle {
 			return err
 		}
 		return c.JSON(http.StatusCreated, v)
+	})
+	e.POST("/api/v1/blobs", func(c echo.Context) error {
+		b.handled.Add(1)
+		body := c.Request().Body
+		if tb, ok := body.(*trackingBody); !ok || tb.n != 0 {
+			return c.String(http.StatusInternalServerError, "the body was read or replaced before the handler")
+		}
+		n, err := io.Copy(io.Discard, body)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, map[string]int64{"bytes": n, "announced": bodySize(c.Request().Context())})
+	})
+	e.GET("/api/v1/blobs/:id", func(c echo.Context) error {
+		return c.Blob(http.StatusOK, "image/png", []byte("png"))
 	})
 	e.GET("/boom", func(echo.Context) error { panic("secret internal detail") })
 	b.e = e
@@ -234,4 +273,61 @@ func TestRequestIDValidation(t *testing.T) {
 	for _, bad := range []string{"", strings.Repeat("a", 129), "a b", "a\nb", "ä", "a/b"} {
 		require.False(t, validRequestID(bad), "%q", bad)
 	}
+}
+
+// trackingBody counts what was read of a request body.
+type trackingBody struct {
+	r io.Reader
+	n int64
+}
+
+func (b *trackingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+func (b *trackingBody) Close() error { return nil }
+
+// TestBinaryBodiesPassTheEdgeUnread: an upload (x-svc-binary: request) is
+// exempt from the JSON rules and limits.request_bytes, and reaches its
+// handler unread, with its announced length; its parameters and the Accept
+// rule are still checked. A download (x-svc-binary: response) is not held to
+// Accept: application/json.
+func TestBinaryBodiesPassTheEdgeUnread(t *testing.T) {
+	t.Parallel()
+	b := setupEdge(t)
+	send := func(target, contentType string, size int64, header ...string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, target, nil)
+		req.Body = &trackingBody{r: strings.NewReader(strings.Repeat("\x00\xff", 5000))}
+		req.ContentLength = size
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		rec := httptest.NewRecorder()
+		b.e.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, ct := range []string{"image/png", "", "application/json", "text/plain; charset=latin1"} {
+		rec := send("/api/v1/blobs?name=x", ct, 10000)
+		require.Equal(t, http.StatusCreated, rec.Code, "%q: %s", ct, rec.Body.String())
+		require.JSONEq(t, `{"bytes":10000,"announced":10000}`, rec.Body.String())
+	}
+	rec := send("/api/v1/blobs?name=x", "image/png", -1)
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	require.JSONEq(t, `{"bytes":10000,"announced":-1}`, rec.Body.String(), "no Content-Length: chunked")
+
+	handled := b.handled.Load()
+	rec = send("/api/v1/blobs", "image/png", 10000)
+	require.Equal(t, http.StatusBadRequest, rec.Code, "parameters are still validated")
+	rec = send("/api/v1/blobs?name=x", "image/png", 10000, "Accept", "text/html")
+	require.Equal(t, http.StatusNotAcceptable, rec.Code, "the answer is JSON, so Accept still counts")
+	require.Equal(t, handled, b.handled.Load())
+
+	got, _ := b.do(t, http.MethodGet, "/api/v1/blobs/1", "", "", "Accept", "image/png")
+	require.Equal(t, http.StatusOK, got.Code)
+	require.Equal(t, "png", got.Body.String())
 }

@@ -27,6 +27,7 @@ var statuses = map[apperr.Kind]int{
 	apperr.KindPreconditionFailed:   http.StatusPreconditionFailed,
 	apperr.KindPayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	apperr.KindUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	apperr.KindRangeNotSatisfiable:  http.StatusRequestedRangeNotSatisfiable,
 	apperr.KindPreconditionRequired: http.StatusPreconditionRequired,
 	apperr.KindRateLimited:          http.StatusTooManyRequests,
 	apperr.KindUnavailable:          http.StatusServiceUnavailable,
@@ -88,18 +89,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		ae := toAppError(err)
 		c.Set(causeKey, err)
-		msg := ae.Msg
-		if ae.Kind == apperr.KindInternal {
-			msg = "internal error"
-		}
-		body := errorBody{Error: errorPayload{
-			Code:      ae.Kind.Code(),
-			Message:   msg,
-			RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
-		}}
-		for _, d := range ae.Details {
-			body.Error.Details = append(body.Error.Details, errorDetail(d))
-		}
+		body := errorBodyOf(ae, c.Response().Header().Get(echo.HeaderXRequestID))
 		if s := ae.RetryAfterSeconds(); s > 0 {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(s))
 		}
@@ -107,6 +97,32 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			log.Warn("write error response", "request_id", body.Error.RequestID, "error", err.Error())
 		}
 	}
+}
+
+// errorBodyOf is the documented body of ae; internal causes are never shown.
+func errorBodyOf(ae *apperr.Error, requestID string) errorBody {
+	msg := ae.Msg
+	if ae.Kind == apperr.KindInternal {
+		msg = "internal error"
+	}
+	body := errorBody{Error: errorPayload{Code: ae.Kind.Code(), Message: msg, RequestID: requestID}}
+	for _, d := range ae.Details {
+		body.Error.Details = append(body.Error.Details, errorDetail(d))
+	}
+	return body
+}
+
+// writeErrorBody writes ae as the error handler does, for the few responses
+// that carry an error body and headers of their own (a 416's Content-Range).
+func writeErrorBody(w http.ResponseWriter, ae *apperr.Error, requestID string) error {
+	b, err := json.Marshal(errorBodyOf(ae, requestID))
+	if err != nil {
+		return err
+	}
+	w.Header().Set(echo.HeaderContentType, "application/json; charset=utf-8")
+	w.WriteHeader(statuses[ae.Kind])
+	_, err = w.Write(b)
+	return err
 }
 
 // writeJSON writes v with the documented JSON content type; HEAD gets no body.

@@ -105,6 +105,9 @@ func New(opts Options) (*echo.Echo, error) {
 	if srv.SubscriptionHandlers, err = NewSubscriptionHandlers(opts.Deps); err != nil {
 		return nil, err
 	}
+	if srv.AssetHandlers, err = NewAssetHandlers(opts.Deps); err != nil {
+		return nil, err
+	}
 	handlers := api.NewStrictHandler(srv, nil)
 
 	c, err := loadContract()
@@ -114,8 +117,14 @@ func New(opts Options) (*echo.Echo, error) {
 	d := opts.Deps
 	limiter := ratelimit.New(d.Redis, d.Config.Redis.KeyPrefix, opts.Log)
 	keyLimit := keyRateLimit{Limiter: limiter, PerMinute: d.Config.Limits.APIRequestsPerKeyPerMinute}
-	e.Use(readyGate(opts.Health.Started), jsonBody(opts.RequestBytes), requestValidator(c.doc, authenticate(d.Auth, keyLimit)))
-	e.Use(idempotency.Middleware(idempotency.Config{Contract: c.doc, Pool: d.Pool, Keyring: d.Keyring, Log: opts.Log}))
+	binary := binaryOperations(c.doc)
+	e.Use(readyGate(opts.Health.Started), jsonBody(opts.RequestBytes, binary),
+		streamBodies(binary, requestValidator(c.doc, authenticate(d.Auth, keyLimit))))
+	e.Use(idempotency.Middleware(idempotency.Config{
+		Contract: c.doc, Pool: d.Pool, Keyring: d.Keyring, Log: opts.Log,
+		Streamed:      func(c echo.Context) bool { return binary.of(c) == binaryRequest },
+		StreamedLimit: d.Config.Limits.AssetBytes,
+	}))
 	api.RegisterHandlers(e, handlers)
 	e.GET("/api/v1/openapi.json", func(ec echo.Context) error {
 		return ec.Blob(http.StatusOK, "application/json; charset=utf-8", c.json)

@@ -23,6 +23,7 @@ type Server struct {
 	*EnvironmentHandlers
 	*MemoryHandlers
 	*SubscriptionHandlers
+	*AssetHandlers
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)

@@ -31,6 +31,7 @@ const (
 	Environment         = "env"
 	Memory              = "mem"
 	Subscription        = "sub"
+	Asset               = "as"
 )
 
 // New returns a new id of the given kind.

@@ -27,5 +27,14 @@
 // by the next request with their key and deleted by Purge. All times come
 // from the database's clock.
 //
+// Streamed operations (uploads, Config.Streamed) are never buffered: their
+// fingerprint adds the Content-Type and the SHA-256 of the body, hashed as the
+// handler reads it, to the method, path and query. The record is claimed
+// with a provisional fingerprint and completed with the real one only if the
+// handler read the body to its end (otherwise the key is released); a later
+// request with the key reads its own body through the hash only when there is
+// a completed response to compare it with, and is 409 at once while the
+// first is in progress.
+//
 // Without the header, or on other operations, requests pass through untouched.
 package idempotency

@@ -3,7 +3,10 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
+	"hash"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,6 +29,13 @@ type Config struct {
 	Pool     *pgxpool.Pool
 	Keyring  *keyring.Ring
 	Log      *slog.Logger
+	// Streamed, when set, tells the operations whose body the handler
+	// streams (uploads): their body is never buffered here, and its digest
+	// joins the fingerprint as the handler reads it.
+	Streamed func(c echo.Context) bool
+	// StreamedLimit bounds the body a replayed streamed request is hashed
+	// to compare it with the first: a longer one cannot have been stored.
+	StreamedLimit int64
 }
 
 // Middleware applies Idempotency-Key to the requests of the operations that
@@ -36,14 +46,17 @@ func Middleware(cfg Config) echo.MiddlewareFunc {
 }
 
 func newMiddleware(cfg Config, ops operations) echo.MiddlewareFunc {
-	m := &middleware{ops: ops, log: cfg.Log, store: &store{pool: cfg.Pool, ring: cfg.Keyring, q: db.New()}}
+	m := &middleware{ops: ops, log: cfg.Log, streamed: cfg.Streamed, streamedLimit: cfg.StreamedLimit,
+		store: &store{pool: cfg.Pool, ring: cfg.Keyring, q: db.New()}}
 	return m.handle
 }
 
 type middleware struct {
-	ops   operations
-	log   *slog.Logger
-	store *store
+	ops           operations
+	log           *slog.Logger
+	store         *store
+	streamed      func(c echo.Context) bool
+	streamedLimit int64
 }
 
 func (m *middleware) handle(next echo.HandlerFunc) echo.HandlerFunc {
@@ -56,6 +69,9 @@ func (m *middleware) handle(next echo.HandlerFunc) echo.HandlerFunc {
 		caller := auth.CallerFrom(req.Context())
 		if caller == nil {
 			return next(c) // not authenticated: nothing to scope the key to
+		}
+		if m.streamed != nil && m.streamed(c) {
+			return m.handleStreamed(c, next, caller, key)
 		}
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
@@ -73,14 +89,55 @@ func (m *middleware) handle(next echo.HandlerFunc) echo.HandlerFunc {
 		if cl.Replay != nil {
 			return replay(c, cl.Replay)
 		}
-		return m.run(c, next, cl.ID)
+		return m.run(c, next, cl.ID, nil)
 	}
+}
+
+// handleStreamed applies a key to a request whose body the handler streams
+// (an upload of up to 100 MiB): the body is hashed as the handler reads it,
+// never held. The record is claimed with a provisional fingerprint and, if
+// the handler read the body to its end, completed with the real one;
+// otherwise it is released, since no fingerprint describes an unread body.
+// A later request with the key is compared only once the record is complete,
+// by reading its own body through the hash.
+func (m *middleware) handleStreamed(c echo.Context, next echo.HandlerFunc, caller *auth.Caller, key string) error {
+	req := c.Request()
+	sc := scope{
+		WorkspaceID: caller.WorkspaceID, PrincipalID: caller.PrincipalID,
+		Method: req.Method, Route: c.Path(), KeyHash: keyHash(key),
+	}
+	body := &hashingBody{r: req.Body, h: sha256.New()}
+	cl, err := m.store.beginWith(req.Context(), sc, streamedFingerprint(req, nil), func(stored []byte, completed bool) (bool, error) {
+		if !completed {
+			return true, nil // in progress: 409 without reading the body
+		}
+		sum, err := body.drain(m.streamedLimit)
+		if err != nil || sum == nil {
+			return false, err
+		}
+		return subtle.ConstantTimeCompare(stored, streamedFingerprint(req, sum)) == 1, nil
+	})
+	if err != nil {
+		return err
+	}
+	if cl.Replay != nil {
+		return replay(c, cl.Replay)
+	}
+	req.Body = body
+	return m.run(c, next, cl.ID, func() ([]byte, bool) {
+		if !body.eof {
+			return nil, false
+		}
+		return streamedFingerprint(req, body.h.Sum(nil)), true
+	})
 }
 
 // run calls the handler while holding record rid. The response is buffered,
 // then stored (or the key freed) before it is sent: once a client has the
 // answer, a retry with its key replays it rather than finding it in progress.
-func (m *middleware) run(c echo.Context, next echo.HandlerFunc, rid string) error {
+// final, when set, gives the fingerprint to store with the response, or
+// false to free the key instead.
+func (m *middleware) run(c echo.Context, next echo.HandlerFunc, rid string, final func() ([]byte, bool)) error {
 	res := c.Response()
 	rec := &recorder{w: res.Writer}
 	res.Writer = rec
@@ -97,7 +154,12 @@ func (m *middleware) run(c echo.Context, next echo.HandlerFunc, rid string) erro
 		c.Error(err)
 	}
 	settled = true
-	if !res.Committed || !replayable(res.Status) {
+	var fp []byte
+	storable := true
+	if final != nil {
+		fp, storable = final()
+	}
+	if !res.Committed || !replayable(res.Status) || !storable {
 		m.settle(c, func(ctx context.Context) error { return m.store.release(ctx, rid) })
 		return rec.flush()
 	}
@@ -107,7 +169,7 @@ func (m *middleware) run(c echo.Context, next echo.HandlerFunc, rid string) erro
 			r.Header[h] = v
 		}
 	}
-	m.settle(c, func(ctx context.Context) error { return m.store.complete(ctx, rid, r) })
+	m.settle(c, func(ctx context.Context) error { return m.store.complete(ctx, rid, r, fp) })
 	return rec.flush()
 }
 
@@ -130,6 +192,43 @@ func (m *middleware) settle(c echo.Context, write func(context.Context) error) {
 			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
 			slog.String("error", err.Error()))
 	}
+}
+
+// hashingBody hashes a request body as it is read and notes whether it was
+// read to its end.
+type hashingBody struct {
+	r   io.ReadCloser
+	h   hash.Hash
+	n   int64
+	eof bool
+}
+
+func (b *hashingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.h.Write(p[:n])
+	b.n += int64(n)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *hashingBody) Close() error { return b.r.Close() }
+
+// drain reads the rest of the body through the hash and returns its sum, or
+// nil when the body is longer than limit (limit 0: no bound).
+func (b *hashingBody) drain(limit int64) ([]byte, error) {
+	r := io.Reader(b)
+	if limit > 0 {
+		r = io.LimitReader(b, limit+1-b.n)
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return nil, apperr.Wrap(apperr.KindInvalidArgument, "could not read the request body", err)
+	}
+	if !b.eof {
+		return nil, nil
+	}
+	return b.h.Sum(nil), nil
 }
 
 // replay answers a stored response.

@@ -85,6 +85,16 @@ type claim struct {
 // stored response to replay, or a 409 when the key is held by a different
 // request or one still running.
 func (s *store) begin(ctx context.Context, sc scope, fp []byte) (claim, error) {
+	return s.beginWith(ctx, sc, fp, func(stored []byte, _ bool) (bool, error) {
+		return subtle.ConstantTimeCompare(stored, fp) == 1, nil
+	})
+}
+
+// beginWith is begin with the comparison of fingerprints left to match,
+// which is told whether the live record is completed: a streamed request can
+// only compute its fingerprint by reading its body, which it does only when
+// there is a response to replay.
+func (s *store) beginWith(ctx context.Context, sc scope, fp []byte, match func(stored []byte, completed bool) (bool, error)) (claim, error) {
 	for range claimAttempts {
 		rid, err := s.q.IdempotencyKeyClaim(ctx, s.pool, db.IdempotencyKeyClaimParams{
 			ID: id.New(idPrefix), WorkspaceID: sc.WorkspaceID, PrincipalID: sc.PrincipalID,
@@ -106,10 +116,15 @@ func (s *store) begin(ctx context.Context, sc scope, fp []byte) (claim, error) {
 		if err != nil {
 			return claim{}, fmt.Errorf("read idempotency key: %w", dbx.Translate(err, ""))
 		}
-		if subtle.ConstantTimeCompare(row.Fingerprint, fp) != 1 {
+		completed := row.State == "completed" && row.Status != nil
+		same, err := match(row.Fingerprint, completed)
+		if err != nil {
+			return claim{}, err
+		}
+		if !same {
 			return claim{}, errMismatch()
 		}
-		if row.State != "completed" || row.Status == nil {
+		if !completed {
 			return claim{}, errInProgress()
 		}
 		resp, err := s.open(row.ID, int(*row.Status), row.Response)
@@ -122,8 +137,9 @@ func (s *store) begin(ctx context.Context, sc scope, fp []byte) (claim, error) {
 	return claim{}, errInProgress()
 }
 
-// complete stores the response of the request holding record rid.
-func (s *store) complete(ctx context.Context, rid string, r response) error {
+// complete stores the response of the request holding record rid, and fp
+// as its fingerprint when not nil.
+func (s *store) complete(ctx context.Context, rid string, r response, fp []byte) error {
 	plain, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode idempotent response: %w", err)
@@ -134,7 +150,7 @@ func (s *store) complete(ctx context.Context, rid string, r response) error {
 	}
 	status := int32(r.Status)
 	n, err := s.q.IdempotencyKeyComplete(ctx, s.pool, db.IdempotencyKeyCompleteParams{
-		ID: rid, Status: &status, Response: sealed, TtlSeconds: TTL.Seconds(),
+		ID: rid, Status: &status, Response: sealed, TtlSeconds: TTL.Seconds(), Fingerprint: fp,
 	})
 	if err != nil {
 		return fmt.Errorf("store idempotent response: %w", err)
@@ -183,5 +199,24 @@ func fingerprint(r *http.Request, body []byte) []byte {
 		h.Write([]byte{0})
 	}
 	h.Write(body)
+	return h.Sum(nil)
+}
+
+// streamedFingerprint identifies a streamed request (an upload) by its
+// method, path, query, Content-Type and the SHA-256 of its body, which is
+// known only once the body was read; bodySum nil gives the fingerprint the
+// record is claimed with until then, which no finished request has.
+func streamedFingerprint(r *http.Request, bodySum []byte) []byte {
+	h := sha256.New()
+	for _, part := range []string{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Get("Content-Type")} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	if bodySum == nil {
+		h.Write([]byte("streaming"))
+	} else {
+		h.Write([]byte{1})
+		h.Write(bodySum)
+	}
 	return h.Sum(nil)
 }

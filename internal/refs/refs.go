@@ -9,9 +9,9 @@
 // it) when it exists but does not fit (an action the connection's connector
 // does not offer, an asset that is not a safe skill package: see skillpkg).
 //
-// Workspace is the implementation a process uses (wired in internal/app). None
-// refuses every reference with the 404; Workspace embeds it for what this
-// build does not have yet (assets, so skill packages).
+// Workspace is the implementation a process uses (wired in internal/app);
+// None refuses every reference with the 404, for tests of the referring
+// domains alone.
 package refs
 
 import (

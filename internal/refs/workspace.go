@@ -2,26 +2,29 @@ package refs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/asset"
 	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/skillpkg"
 )
 
 // Workspace checks references against the workspace's own resources, in the
 // publishing transaction. Each resource is locked FOR SHARE, so a concurrent
-// disable or delete is either seen or waits until the revision is written.
-// Skill packages are still refused as absent: assets do not exist in this
-// build.
+// disable, retire or delete is either seen or waits until the revision is
+// written.
 type Workspace struct {
-	None
 	Types       *types.Registry
 	Connections *connection.Service
+	Assets      *asset.Service
 }
 
 var _ External = Workspace{}
@@ -70,6 +73,34 @@ func (w Workspace) Memory(ctx context.Context, tx pgx.Tx, workspaceID, memoryID,
 func (w Workspace) Connection(ctx context.Context, tx pgx.Tx, workspaceID, connectionID string, _ []string, field, _ string) error {
 	_, err := w.Connections.UsableTx(ctx, tx, workspaceID, field, connectionID)
 	return err
+}
+
+// SkillPackage implements External: the asset must be usable (not retired)
+// and hold a safe skill archive within skillpkg.DefaultLimits; a refused
+// archive is 400 naming field with the entry and the reason.
+func (w Workspace) SkillPackage(ctx context.Context, tx pgx.Tx, workspaceID, assetID, field string) error {
+	a, err := w.Assets.Usable(ctx, tx, workspaceID, field, assetID)
+	if err != nil {
+		return err
+	}
+	lim := skillpkg.DefaultLimits
+	// An archive's headers cost at most about 1.5 KiB an entry beyond its
+	// content; anything larger cannot pass, so it is not read.
+	if a.Size > lim.MaxBytes+int64(lim.MaxEntries)*1536 {
+		return apperr.InvalidField(field, "the asset is larger than a skill package may be")
+	}
+	if _, err := skillpkg.Check(w.Assets.ReaderAt(ctx, a), a.Size, lim); err != nil {
+		var refused *skillpkg.Error
+		if errors.As(err, &refused) {
+			reason := refused.Reason
+			if refused.Path != "" {
+				reason = fmt.Sprintf("entry %q: %s", refused.Path, refused.Reason)
+			}
+			return apperr.InvalidField(field, "the asset is not a safe skill package: "+reason)
+		}
+		return err
+	}
+	return nil
 }
 
 // notFoundOr turns a not-found error into NotFound naming field.

@@ -22,8 +22,11 @@ WHERE workspace_id = @workspace_id AND principal_id = @principal_id AND method =
 
 -- name: IdempotencyKeyComplete :execrows
 -- Stores the first response; the record then lives 24 hours from its creation.
+-- A streamed request's fingerprint is known only once its body was read, so
+-- it is stored here (null keeps the one claimed with).
 UPDATE idempotency_key
 SET state = 'completed', status = @status, response = @response, completed_at = now(),
+    fingerprint = coalesce(sqlc.narg('fingerprint'), fingerprint),
     expires_at = created_at + make_interval(secs => sqlc.arg('ttl_seconds')::double precision)
 WHERE id = @id AND state = 'in_progress';
 

@@ -1,0 +1,86 @@
+package objectstore_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcdev/svc/internal/objectstore"
+	"github.com/svcdev/svc/internal/objectstore/objectstoretest"
+)
+
+// TestS3Store runs the suite against a real S3-compatible server (versitygw,
+// started by `make test`), a new bucket per test.
+func TestS3Store(t *testing.T) {
+	t.Parallel()
+	var buckets sync.Map // objectstore.Store -> objectstore.S3Config
+	objectstoretest.Run(t, func(t *testing.T) objectstore.Store {
+		cfg := objectstoretest.S3Config(t)
+		s, err := objectstore.OpenS3(cfg)
+		require.NoError(t, err)
+		require.NoError(t, s.Check(t.Context()))
+		buckets.Store(s, cfg)
+		return s
+	}, objectstoretest.Hooks{NoLeftovers: func(t *testing.T, s objectstore.Store) {
+		t.Helper()
+		v, _ := buckets.Load(s)
+		cfg := v.(objectstore.S3Config)
+		c := objectstoretest.Client(t, cfg)
+		for up := range c.ListIncompleteUploads(t.Context(), cfg.Bucket, "", true) {
+			require.NoError(t, up.Err)
+			require.Failf(t, "a failed Put left an incomplete multipart upload", "key %s", up.Key)
+		}
+	}})
+}
+
+// TestS3StorePrefix: a prefix in the URL is put before every key, and the
+// store sees only its own keys.
+func TestS3StorePrefix(t *testing.T) {
+	t.Parallel()
+	cfg := objectstoretest.S3Config(t)
+	cfg.Prefix = "svc/prod"
+	s, err := objectstore.OpenS3(cfg)
+	require.NoError(t, err)
+	key, err := objectstore.Key("ws_1", "assets", "as_1")
+	require.NoError(t, err)
+	_, err = s.Put(t.Context(), key, strings.NewReader("abc"), 3, objectstore.PutOptions{ContentType: "text/plain"})
+	require.NoError(t, err)
+	oi, err := objectstoretest.Client(t, cfg).StatObject(t.Context(), cfg.Bucket, "svc/prod/"+key, minio.StatObjectOptions{})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), oi.Size)
+	require.Equal(t, "text/plain", oi.ContentType)
+	require.Contains(t, s.Describe(), "s3://"+cfg.Bucket+"/svc/prod at http://")
+}
+
+// TestS3StoreCheck: a missing bucket, wrong keys and an unreachable server are
+// reported, without the secret in the message.
+func TestS3StoreCheck(t *testing.T) {
+	t.Parallel()
+	cfg := objectstoretest.S3Config(t)
+	missing := cfg
+	missing.Bucket = cfg.Bucket + "-missing"
+	s, err := objectstore.OpenS3(missing)
+	require.NoError(t, err)
+	require.ErrorContains(t, s.Check(t.Context()), "does not exist")
+
+	wrong := cfg
+	wrong.SecretAccessKey = "not-the-secret"
+	s, err = objectstore.OpenS3(wrong)
+	require.NoError(t, err)
+	err = s.Check(t.Context())
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "not-the-secret")
+
+	down := cfg
+	down.Endpoint = "127.0.0.1:1"
+	s, err = objectstore.OpenS3(down)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	require.Error(t, s.Check(ctx))
+}
