@@ -121,9 +121,12 @@ func (s *Service) Authorize(ctx context.Context, c *auth.Caller, connectionID st
 }
 
 // startTx checks the connection and its provider, supersedes a pending
-// operation and inserts the new one.
+// operation and inserts the new one. The connection is locked FOR NO KEY
+// UPDATE, so two starts on one connection run one after the other and the
+// later one supersedes the earlier (FOR SHARE would let both supersede the
+// same old operation and then collide on the one-pending index).
 func (s *Service) startTx(ctx context.Context, tx pgx.Tx, c *auth.Caller, connectionID string) (started, error) {
-	conn, err := s.q.ConnectionGetForShare(ctx, tx, db.ConnectionGetForShareParams{WorkspaceID: c.WorkspaceID, ID: connectionID})
+	conn, err := s.q.ConnectionGetForUpdate(ctx, tx, db.ConnectionGetForUpdateParams{WorkspaceID: c.WorkspaceID, ID: connectionID})
 	if err != nil {
 		return started{}, dbx.Translate(err, "connection")
 	}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,4 +272,35 @@ func TestConnectionAuthorizationSupersedeRevokeReplay(t *testing.T) {
 	require.Equal(t, false, r["credential_configured"])
 	require.Equal(t, c["version"].(float64)+1, r["version"])
 	b.assertNoConnectionLeak(t)
+}
+
+func TestConnectionAuthorizationConcurrentStarts(t *testing.T) {
+	t.Parallel()
+	b := setupConnections(t)
+	cid := b.createConnection(t, b.connectionBody("gh"))["id"].(string)
+
+	// Starts at once (a double click): each one supersedes the one before it,
+	// none collides, and exactly one stays pending.
+	const n = 4
+	statuses := make([]int, n)
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			status, op, _ := b.do(t, http.MethodPost, "/api/v1/connections/"+cid+"/authorizations", nil)
+			statuses[i] = status
+			if id, ok := op["id"].(string); ok {
+				ids[i] = id
+			}
+		})
+	}
+	wg.Wait()
+	pending := 0
+	for i := range n {
+		require.Equal(t, http.StatusCreated, statuses[i])
+		if b.operation(t, ids[i])["status"] == "pending" {
+			pending++
+		}
+	}
+	require.Equal(t, 1, pending)
 }
