@@ -367,6 +367,8 @@ func (q *Queries) HeadUpdate(ctx context.Context, db DBTX, arg HeadUpdateParams)
 const headsForReference = `-- name: HeadsForReference :many
 SELECT id, archived_at FROM head
 WHERE workspace_id = $1 AND kind = $2 AND id = ANY($3::text[])
+ORDER BY id
+FOR SHARE
 `
 
 type HeadsForReferenceParams struct {
@@ -381,7 +383,8 @@ type HeadsForReferenceRow struct {
 }
 
 // Heads of one kind that a configuration names, to check they exist in the
-// workspace and are not archived.
+// workspace and are not archived. FOR SHARE conflicts with archive (FOR NO KEY
+// UPDATE), so a concurrent archive is seen or waits; locked in id order.
 func (q *Queries) HeadsForReference(ctx context.Context, db DBTX, arg HeadsForReferenceParams) ([]HeadsForReferenceRow, error) {
 	rows, err := db.Query(ctx, headsForReference, arg.WorkspaceID, arg.Kind, arg.Ids)
 	if err != nil {
@@ -406,7 +409,7 @@ const modelForReference = `-- name: ModelForReference :one
 SELECT m.key, m.enabled, p.enabled AS provider_enabled
 FROM model m JOIN provider p ON p.id = m.provider_id
 WHERE m.workspace_id = $1 AND m.key = $2
-FOR SHARE OF m
+FOR SHARE OF m, p
 `
 
 type ModelForReferenceParams struct {
@@ -421,8 +424,8 @@ type ModelForReferenceRow struct {
 }
 
 // A model a configuration names, with its provider's state. FOR SHARE of the
-// model conflicts with its PATCH (FOR NO KEY UPDATE), so a concurrent disable
-// is seen or waits.
+// model and its provider conflicts with their PATCH (FOR NO KEY UPDATE), so a
+// concurrent disable of either is seen or waits.
 func (q *Queries) ModelForReference(ctx context.Context, db DBTX, arg ModelForReferenceParams) (ModelForReferenceRow, error) {
 	row := db.QueryRow(ctx, modelForReference, arg.WorkspaceID, arg.Key)
 	var i ModelForReferenceRow

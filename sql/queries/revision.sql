@@ -60,9 +60,12 @@ RETURNING *;
 
 -- name: HeadsForReference :many
 -- Heads of one kind that a configuration names, to check they exist in the
--- workspace and are not archived.
+-- workspace and are not archived. FOR SHARE conflicts with archive (FOR NO KEY
+-- UPDATE), so a concurrent archive is seen or waits; locked in id order.
 SELECT id, archived_at FROM head
-WHERE workspace_id = @workspace_id AND kind = @kind AND id = ANY(@ids::text[]);
+WHERE workspace_id = @workspace_id AND kind = @kind AND id = ANY(@ids::text[])
+ORDER BY id
+FOR SHARE;
 
 -- name: RevisionInsert :one
 INSERT INTO revision (id, head_id, number, config, content_hash, created_by_id)
@@ -91,12 +94,12 @@ SELECT id, head_id FROM revision WHERE id = ANY(@ids::text[]);
 
 -- name: ModelForReference :one
 -- A model a configuration names, with its provider's state. FOR SHARE of the
--- model conflicts with its PATCH (FOR NO KEY UPDATE), so a concurrent disable
--- is seen or waits.
+-- model and its provider conflicts with their PATCH (FOR NO KEY UPDATE), so a
+-- concurrent disable of either is seen or waits.
 SELECT m.key, m.enabled, p.enabled AS provider_enabled
 FROM model m JOIN provider p ON p.id = m.provider_id
 WHERE m.workspace_id = @workspace_id AND m.key = @key
-FOR SHARE OF m;
+FOR SHARE OF m, p;
 
 -- name: WebProviderForReference :one
 -- A provider a configuration's web toolset names, locked FOR SHARE like a
