@@ -14335,6 +14335,20 @@ func (response DeleteMemory406JSONResponse) VisitDeleteMemoryResponse(w http.Res
 	return err
 }
 
+type DeleteMemory409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteMemory409JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteMemory412JSONResponse struct{ PreconditionFailedJSONResponse }
 
 func (response DeleteMemory412JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {

@@ -3662,6 +3662,8 @@ type ClientInterface interface {
 	// A builtin memory's records are deleted with it. A record memory's namespace is purged
 	// at its provider by the outbox (a `memory_namespace_purge` delivery queued in the same
 	// transaction, delivered at least once, even if the provider is disabled meanwhile).
+	// A memory that any revision of an agent that is not archived names is not deleted
+	// (409 `conflict` naming the agent): a thread may still run that revision.
 	//
 	// Corresponds with DELETE /api/v1/memories/{memory_id} (the `DeleteMemory` operationId).
 	DeleteMemory(ctx context.Context, memoryId string, params *DeleteMemoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5615,6 +5617,8 @@ func (c *Client) CreateMemory(ctx context.Context, params *CreateMemoryParams, b
 // A builtin memory's records are deleted with it. A record memory's namespace is purged
 // at its provider by the outbox (a `memory_namespace_purge` delivery queued in the same
 // transaction, delivered at least once, even if the provider is disabled meanwhile).
+// A memory that any revision of an agent that is not archived names is not deleted
+// (409 `conflict` naming the agent): a thread may still run that revision.
 //
 // Corresponds with DELETE /api/v1/memories/{memory_id} (the `DeleteMemory` operationId).
 func (c *Client) DeleteMemory(ctx context.Context, memoryId string, params *DeleteMemoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -13013,6 +13017,8 @@ type ClientWithResponsesInterface interface {
 	// A builtin memory's records are deleted with it. A record memory's namespace is purged
 	// at its provider by the outbox (a `memory_namespace_purge` delivery queued in the same
 	// transaction, delivered at least once, even if the provider is disabled meanwhile).
+	// A memory that any revision of an agent that is not archived names is not deleted
+	// (409 `conflict` naming the agent): a thread may still run that revision.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19544,6 +19550,8 @@ type DeleteMemoryResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON428 the response for an HTTP 428 `application/json` response
@@ -19576,6 +19584,11 @@ func (r DeleteMemoryResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r DeleteMemoryResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteMemoryResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -26127,6 +26140,8 @@ func (c *ClientWithResponses) CreateMemoryWithResponse(ctx context.Context, para
 // A builtin memory's records are deleted with it. A record memory's namespace is purged
 // at its provider by the outbox (a `memory_namespace_purge` delivery queued in the same
 // transaction, delivered at least once, even if the provider is disabled meanwhile).
+// A memory that any revision of an agent that is not archived names is not deleted
+// (409 `conflict` naming the agent): a thread may still run that revision.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32838,6 +32853,13 @@ func ParseDeleteMemoryResponse(rsp *http.Response) (*DeleteMemoryResponse, error
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed

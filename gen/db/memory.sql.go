@@ -254,3 +254,33 @@ func (q *Queries) MemoryUpdate(ctx context.Context, db DBTX, arg MemoryUpdatePar
 	)
 	return i, err
 }
+
+const memoryUsedBy = `-- name: MemoryUsedBy :one
+SELECT h.id AS agent_id, r.number
+FROM revision r JOIN head h ON h.id = r.head_id
+WHERE h.workspace_id = $1 AND h.kind = 'agent' AND h.archived_at IS NULL
+  AND r.config @> jsonb_build_object('memories', jsonb_build_array(jsonb_build_object('memory_id', $2::text)))
+ORDER BY h.id, r.number
+LIMIT 1
+`
+
+type MemoryUsedByParams struct {
+	WorkspaceID string `json:"workspace_id"`
+	MemoryID    string `json:"memory_id"`
+}
+
+type MemoryUsedByRow struct {
+	AgentID string `json:"agent_id"`
+	Number  int32  `json:"number"`
+}
+
+// An agent that is not archived and one of whose revisions names the memory:
+// a thread may pin any revision, so any of them can still run. Run after the
+// memory row is locked: a publish naming it holds it FOR SHARE until it
+// commits, so one committed meanwhile is seen here.
+func (q *Queries) MemoryUsedBy(ctx context.Context, db DBTX, arg MemoryUsedByParams) (MemoryUsedByRow, error) {
+	row := db.QueryRow(ctx, memoryUsedBy, arg.WorkspaceID, arg.MemoryID)
+	var i MemoryUsedByRow
+	err := row.Scan(&i.AgentID, &i.Number)
+	return i, err
+}

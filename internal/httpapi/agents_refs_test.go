@@ -217,7 +217,13 @@ func TestAgentsReferToTemplatesMemoriesAndConnections(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, out)
 	b.refused(t, cfg, http.StatusConflict, "disabled", "config.tools.connections[0].connection_id")
 
-	// A deleted memory is gone.
+	// A memory an active agent uses is not deleted under it; once the agent is
+	// archived it can be, and then it is gone.
+	status, out, _ = b.do(t, http.MethodDelete, "/api/v1/memories/"+mem["id"].(string), nil, "If-Match", etag(mem))
+	require.Equal(t, http.StatusConflict, status, out)
+	require.Contains(t, out["error"].(map[string]any)["message"], agent["id"].(string))
+	status, out, _ = b.do(t, http.MethodPost, "/api/v1/agents/"+agent["id"].(string)+"/archive", nil, "If-Match", etag(agent))
+	require.Equal(t, http.StatusOK, status, out)
 	status, out, _ = b.do(t, http.MethodDelete, "/api/v1/memories/"+mem["id"].(string), nil, "If-Match", etag(mem))
 	require.Equal(t, http.StatusNoContent, status, out)
 	b.refused(t, map[string]any{"model": "main", "memories": cfg["memories"]}, http.StatusNotFound, "not_found", "config.memories[0].memory_id")

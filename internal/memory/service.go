@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -174,7 +176,9 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (M
 // records: a builtin memory's records are deleted; a record memory's
 // namespace gets a memory_namespace_purge delivery, which the outbox carries
 // out at least once. The row is locked FOR UPDATE, so of two deletes holding
-// the same ETag one wins and the other finds nothing (404).
+// the same ETag one wins and the other finds nothing (404). A memory that a
+// revision of an agent that is not archived names is not deleted: 409
+// conflict, naming the agent.
 func (s *Service) Delete(ctx context.Context, c *auth.Caller, memoryID string, ifMatch *string) error {
 	if err := auth.Require(c, auth.PermWrite); err != nil {
 		return err
@@ -186,6 +190,15 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, memoryID string, i
 		}
 		if err := resource.CheckIfMatch(ifMatch, row.ID, row.Version); err != nil {
 			return err
+		}
+		// Nothing a run depends on is deleted underneath it (SPEC 3.1).
+		used, err := s.q.MemoryUsedBy(ctx, tx, db.MemoryUsedByParams{WorkspaceID: row.WorkspaceID, MemoryID: row.ID})
+		switch {
+		case err == nil:
+			return apperr.New(apperr.KindConflict, fmt.Sprintf(
+				"agent %s (revision %d) uses the memory, and a thread may still run that revision; archive the agent first", used.AgentID, used.Number))
+		case !errors.Is(err, pgx.ErrNoRows):
+			return dbx.Translate(err, "memory")
 		}
 		switch Kind(row.Kind) {
 		case KindBuiltin:

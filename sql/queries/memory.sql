@@ -36,3 +36,15 @@ DELETE FROM memory_record WHERE memory_id = @memory_id;
 -- concurrent delete either is seen or waits until the referrer is written.
 SELECT * FROM memory WHERE workspace_id = @workspace_id AND id = @id
 FOR SHARE;
+
+-- name: MemoryUsedBy :one
+-- An agent that is not archived and one of whose revisions names the memory:
+-- a thread may pin any revision, so any of them can still run. Run after the
+-- memory row is locked: a publish naming it holds it FOR SHARE until it
+-- commits, so one committed meanwhile is seen here.
+SELECT h.id AS agent_id, r.number
+FROM revision r JOIN head h ON h.id = r.head_id
+WHERE h.workspace_id = @workspace_id AND h.kind = 'agent' AND h.archived_at IS NULL
+  AND r.config @> jsonb_build_object('memories', jsonb_build_array(jsonb_build_object('memory_id', @memory_id::text)))
+ORDER BY h.id, r.number
+LIMIT 1;
