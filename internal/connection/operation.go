@@ -246,12 +246,20 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 		if err != nil {
 			return dbx.Translate(err, "connection")
 		}
-		settled, err := s.q.ConnectionOperationSettle(ctx, tx, db.ConnectionOperationSettleParams{ID: op.ID, Status: string(StatusSucceeded)})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+		// fail settles the operation as failed instead, in this transaction:
+		// these outcomes do not change by asking the vendor again.
+		fail := func(reason string) error {
+			row, err := s.q.ConnectionOperationSettle(ctx, tx, db.ConnectionOperationSettleParams{ID: op.ID, Status: string(StatusFailed), Error: &reason})
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return dbx.Translate(err, "connection operation")
+			}
+			return recordOperation(ctx, tx, "", "", "connection_operation.failed", row, []string{"error", "status"})
 		}
-		if err != nil {
-			return dbx.Translate(err, "connection operation")
+		if !conn.Enabled {
+			return fail("the connection was disabled before the authorization completed")
 		}
 		prov, err := s.q.ConnectionProviderType(ctx, tx, conn.ProviderID)
 		if err != nil {
@@ -259,10 +267,17 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 		}
 		t, ok := s.reg.Lookup(prov)
 		if !ok {
-			return fmt.Errorf("connection %s: provider type %q is not installed", conn.ID, prov)
+			return fail("connections of this provider type cannot be authorized by svc")
 		}
 		if err := t.ValidateConnectionCredential(p.Credential); err != nil {
-			return fmt.Errorf("connection %s: the vendor's credential does not fit the type: %w", conn.ID, err)
+			return fail("the vendor reported a connected account svc cannot use")
+		}
+		settled, err := s.q.ConnectionOperationSettle(ctx, tx, db.ConnectionOperationSettleParams{ID: op.ID, Status: string(StatusSucceeded)})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return dbx.Translate(err, "connection operation")
 		}
 		cred, err := secret.Seal(s.ring, conn.ID, p.Credential)
 		if err != nil {

@@ -304,3 +304,21 @@ func TestConnectionAuthorizationConcurrentStarts(t *testing.T) {
 	}
 	require.Equal(t, 1, pending)
 }
+
+func TestConnectionAuthorizationOfADisabledConnectionFails(t *testing.T) {
+	t.Parallel()
+	b := setupConnections(t)
+	c := b.createConnection(t, b.connectionBody("gh"))
+	cid := c["id"].(string)
+	op := b.authorize(t, cid)
+	status, out, _ := b.do(t, http.MethodPatch, "/api/v1/connections/"+cid, map[string]any{"enabled": false}, "If-Match", etag(c))
+	require.Equal(t, http.StatusOK, status, out)
+
+	// The user consents afterwards: the disabled connection gets no credential.
+	b.composio.Complete(b.account(t, cid).ID)
+	require.NoError(t, b.h.App.Connections.Drive(t.Context()))
+	got := b.operation(t, op["id"].(string))
+	require.Equal(t, "failed", got["status"])
+	require.Equal(t, "the connection was disabled before the authorization completed", got["error"])
+	require.Equal(t, false, b.connection(t, cid)["credential_configured"])
+}
