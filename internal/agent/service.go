@@ -54,6 +54,10 @@ type content struct {
 // Normalize implements revision.Content.
 func (*content) Normalize(raw json.RawMessage) (Config, error) { return Normalize(raw) }
 
+// Precheck implements revision.Content: an agent's references are all
+// cheap to check, so they are checked in the transaction only.
+func (*content) Precheck(context.Context, *auth.Caller, Config) error { return nil }
+
 // CheckReferences implements revision.Content: every reference of cfg, in the
 // order of its members; the first failure is the answer.
 func (c *content) CheckReferences(ctx context.Context, tx pgx.Tx, caller *auth.Caller, headID string, cfg Config) error {

@@ -32,8 +32,12 @@ type External interface {
 	// that its connector offers each of them; actionsField names the list
 	// (its items are actionsField[i]).
 	Connection(ctx context.Context, tx pgx.Tx, workspaceID, connectionID string, actions []string, field, actionsField string) error
-	// SkillPackage checks an asset id (as_…) holding a skill package: the
-	// asset exists, is not retired, and passes skillpkg.Check.
+	// SkillArchive checks, outside any transaction, that the asset id (as_…)
+	// holds a skill package that passes skillpkg.Check. It reads the content,
+	// which never changes, so no lock needs to be held meanwhile.
+	SkillArchive(ctx context.Context, workspaceID, assetID, field string) error
+	// SkillPackage checks, in tx, that the asset exists and is not retired,
+	// and locks it so that it stays so until tx ends.
 	SkillPackage(ctx context.Context, tx pgx.Tx, workspaceID, assetID, field string) error
 }
 
@@ -55,6 +59,11 @@ func (None) Memory(_ context.Context, _ pgx.Tx, _, _, field string) error {
 // Connection implements External.
 func (None) Connection(_ context.Context, _ pgx.Tx, _, _ string, _ []string, field, _ string) error {
 	return NotFound(field, "no connection with this id in the workspace")
+}
+
+// SkillArchive implements External.
+func (None) SkillArchive(_ context.Context, _, _, field string) error {
+	return NotFound(field, "no asset with this id in the workspace")
 }
 
 // SkillPackage implements External.

@@ -75,11 +75,13 @@ func (w Workspace) Connection(ctx context.Context, tx pgx.Tx, workspaceID, conne
 	return err
 }
 
-// SkillPackage implements External: the asset must be usable (not retired)
+// SkillArchive implements External: the asset must be usable (not retired)
 // and hold a safe skill archive within skillpkg.DefaultLimits; a refused
-// archive is 400 naming field with the entry and the reason.
-func (w Workspace) SkillPackage(ctx context.Context, tx pgx.Tx, workspaceID, assetID, field string) error {
-	a, err := w.Assets.Usable(ctx, tx, workspaceID, field, assetID)
+// archive is 400 naming field with the entry and the reason. It runs before
+// the publishing transaction: it may read tens of megabytes from the object
+// store, and asset content never changes.
+func (w Workspace) SkillArchive(ctx context.Context, workspaceID, assetID, field string) error {
+	a, err := w.Assets.Usable(ctx, nil, workspaceID, field, assetID)
 	if err != nil {
 		return err
 	}
@@ -101,6 +103,14 @@ func (w Workspace) SkillPackage(ctx context.Context, tx pgx.Tx, workspaceID, ass
 		return err
 	}
 	return nil
+}
+
+// SkillPackage implements External: in the publishing transaction the asset
+// is locked FOR SHARE and must still not be retired (SkillArchive checked its
+// content before).
+func (w Workspace) SkillPackage(ctx context.Context, tx pgx.Tx, workspaceID, assetID, field string) error {
+	_, err := w.Assets.Usable(ctx, tx, workspaceID, field, assetID)
+	return err
 }
 
 // notFoundOr turns a not-found error into NotFound naming field.

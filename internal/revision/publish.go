@@ -40,6 +40,16 @@ func (s *Service[C]) Publish(ctx context.Context, c *auth.Caller, in PublishInpu
 	}
 	cfg, canonical, normErr := s.normalize(in.Config)
 	makeDefault := in.MakeDefault == nil || *in.MakeDefault
+	if normErr == nil {
+		// The head is looked up before the body is judged (below too), so an
+		// id of another workspace is 404 whatever the body holds.
+		if _, err := s.q.HeadGet(ctx, s.pool, db.HeadGetParams{WorkspaceID: c.WorkspaceID, Kind: string(s.kind), ID: in.HeadID}); err != nil {
+			return Published[C]{}, s.translate(err)
+		}
+		if err := s.content.Precheck(ctx, c, cfg); err != nil {
+			return Published[C]{}, err
+		}
+	}
 	return dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Published[C], error) {
 		// The head is looked up before the body is judged, so an id of another
 		// workspace is 404 whatever the body holds.

@@ -32,6 +32,11 @@ type Content[C any] interface {
 	// 409 disabled or conflict). headID is the head being published to, ""
 	// when it is being created.
 	CheckReferences(ctx context.Context, tx pgx.Tx, c *auth.Caller, headID string, cfg C) error
+	// Precheck does, before the transaction, the slow checks of what cfg
+	// names whose outcome cannot change meanwhile (reading a skill package's
+	// immutable content), so that no lock is held while they run.
+	// CheckReferences still locks and checks the same references in tx.
+	Precheck(ctx context.Context, c *auth.Caller, cfg C) error
 }
 
 // Service manages the heads and revisions of one kind in the caller's
@@ -75,6 +80,9 @@ func (s *Service[C]) Create(ctx context.Context, c *auth.Caller, in CreateInput)
 	}
 	cfg, canonical, err := s.normalize(in.Config)
 	if err != nil {
+		return Head{}, err
+	}
+	if err := s.content.Precheck(ctx, c, cfg); err != nil {
 		return Head{}, err
 	}
 	headID, revID := id.New(s.kind.Prefix()), id.New(RevisionPrefix)

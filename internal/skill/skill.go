@@ -73,6 +73,15 @@ func (c content) CheckReferences(ctx context.Context, tx pgx.Tx, caller *auth.Ca
 	return c.ext.SkillPackage(ctx, tx, caller.WorkspaceID, cfg.Package.AssetID, "config.package.asset_id")
 }
 
+// Precheck implements revision.Content: the package's archive is read and
+// checked before the transaction (asset content never changes).
+func (c content) Precheck(ctx context.Context, caller *auth.Caller, cfg Config) error {
+	if cfg.Package == nil {
+		return nil
+	}
+	return c.ext.SkillArchive(ctx, caller.WorkspaceID, cfg.Package.AssetID, "config.package.asset_id")
+}
+
 // Normalize decodes and validates a skill configuration without the
 // database; metadata left out or null becomes {}.
 func Normalize(raw json.RawMessage) (Config, error) {
