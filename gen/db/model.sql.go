@@ -169,39 +169,6 @@ func (q *Queries) ModelList(ctx context.Context, db DBTX, arg ModelListParams) (
 	return items, nil
 }
 
-const modelProviderForShare = `-- name: ModelProviderForShare :one
-SELECT id, kind, type, enabled FROM provider
-WHERE workspace_id = $1 AND id = $2
-FOR SHARE
-`
-
-type ModelProviderForShareParams struct {
-	WorkspaceID string `json:"workspace_id"`
-	ID          string `json:"id"`
-}
-
-type ModelProviderForShareRow struct {
-	ID      string `json:"id"`
-	Kind    string `json:"kind"`
-	Type    string `json:"type"`
-	Enabled bool   `json:"enabled"`
-}
-
-// The provider a model is put on. FOR SHARE conflicts with the provider's own
-// PATCH (FOR NO KEY UPDATE), so a concurrent disable either lands first and is
-// seen here, or waits until the model is written.
-func (q *Queries) ModelProviderForShare(ctx context.Context, db DBTX, arg ModelProviderForShareParams) (ModelProviderForShareRow, error) {
-	row := db.QueryRow(ctx, modelProviderForShare, arg.WorkspaceID, arg.ID)
-	var i ModelProviderForShareRow
-	err := row.Scan(
-		&i.ID,
-		&i.Kind,
-		&i.Type,
-		&i.Enabled,
-	)
-	return i, err
-}
-
 const modelUpdate = `-- name: ModelUpdate :one
 UPDATE model
 SET provider_id = $1, api = $2, model = $3, settings = $4, enabled = $5,

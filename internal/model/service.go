@@ -14,6 +14,7 @@ import (
 	"github.com/svcdev/svc/internal/audit"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
+	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/resource"
 )
@@ -202,31 +203,10 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, c *auth.Caller, row
 }
 
 // provider locks the model provider providerID of the caller's workspace FOR
-// SHARE and returns its type. An id of another workspace is 404 naming
-// provider_id, as if absent; a provider of another kind is 400; a disabled one
-// is 409 disabled when newUse.
+// SHARE and returns its type (provider.Lookup, naming provider_id); a disabled
+// one is 409 disabled when newUse.
 func (s *Service) provider(ctx context.Context, tx pgx.Tx, c *auth.Caller, providerID string, newUse bool) (types.Type, error) {
-	row, err := s.q.ModelProviderForShare(ctx, tx, db.ModelProviderForShareParams{WorkspaceID: c.WorkspaceID, ID: providerID})
-	if err != nil {
-		err = dbx.Translate(err, "provider")
-		if apperr.KindOf(err) == apperr.KindNotFound {
-			return types.Type{}, &apperr.Error{Kind: apperr.KindNotFound, Msg: "provider not found",
-				Details: []apperr.Detail{{Field: "provider_id", Reason: "no model provider with this id in the workspace"}}}
-		}
-		return types.Type{}, err
-	}
-	if row.Kind != string(types.KindModel) {
-		return types.Type{}, apperr.InvalidField("provider_id", fmt.Sprintf("is a %s provider, not a model provider", row.Kind))
-	}
-	if newUse && !row.Enabled {
-		return types.Type{}, &apperr.Error{Kind: apperr.KindDisabled, Msg: "the provider is disabled",
-			Details: []apperr.Detail{{Field: "provider_id", Reason: "the provider is disabled"}}}
-	}
-	t, ok := s.reg.Lookup(row.Type)
-	if !ok {
-		return types.Type{}, apperr.New(apperr.KindConflict, fmt.Sprintf("provider type %q is not installed", row.Type))
-	}
-	return t, nil
+	return provider.Lookup(ctx, tx, s.reg, c.WorkspaceID, providerID, types.KindModel, "provider_id", newUse)
 }
 
 // validateAPI checks that the type speaks api and that settings fit its schema.

@@ -13,8 +13,9 @@ import (
 )
 
 // ForUse locks the provider providerID of the workspace FOR SHARE, for a
-// resource about to be put on it (an environment template, a record memory),
-// and returns its installed type. field names the reference in errors:
+// resource about to be put on it (an environment template, a record memory,
+// a model), and returns its installed type. field names the reference in
+// errors:
 //
 //   - absent, or of another workspace: 404 not_found naming field, one message
 //     for both;
@@ -25,6 +26,13 @@ import (
 // FOR SHARE conflicts with the provider PATCH's FOR NO KEY UPDATE, so a
 // concurrent disable is either seen here or waits until tx ends.
 func ForUse(ctx context.Context, tx pgx.Tx, reg *types.Registry, workspaceID, providerID string, k types.Kind, field string) (types.Type, error) {
+	return Lookup(ctx, tx, reg, workspaceID, providerID, k, field, true)
+}
+
+// Lookup is ForUse for a resource that may already be on the provider: when
+// newUse is false a disabled provider is accepted (a change to a model that
+// keeps its provider, say).
+func Lookup(ctx context.Context, tx pgx.Tx, reg *types.Registry, workspaceID, providerID string, k types.Kind, field string, newUse bool) (types.Type, error) {
 	row, err := db.New().ProviderForUse(ctx, tx, db.ProviderForUseParams{WorkspaceID: workspaceID, ID: providerID})
 	if err != nil {
 		err = dbx.Translate(err, "provider")
@@ -37,7 +45,7 @@ func ForUse(ctx context.Context, tx pgx.Tx, reg *types.Registry, workspaceID, pr
 	if row.Kind != string(k) {
 		return types.Type{}, apperr.InvalidField(field, fmt.Sprintf("is a %s provider, not a %s provider", row.Kind, k))
 	}
-	if !row.Enabled {
+	if newUse && !row.Enabled {
 		return types.Type{}, &apperr.Error{Kind: apperr.KindDisabled, Msg: "the provider is disabled",
 			Details: []apperr.Detail{{Field: field, Reason: "the provider is disabled"}}}
 	}

@@ -24,10 +24,3 @@ SET provider_id = @provider_id, api = @api, model = @model, settings = @settings
 WHERE workspace_id = @workspace_id AND key = @key
 RETURNING *;
 
--- name: ModelProviderForShare :one
--- The provider a model is put on. FOR SHARE conflicts with the provider's own
--- PATCH (FOR NO KEY UPDATE), so a concurrent disable either lands first and is
--- seen here, or waits until the model is written.
-SELECT id, kind, type, enabled FROM provider
-WHERE workspace_id = @workspace_id AND id = @id
-FOR SHARE;

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -99,7 +100,7 @@ func (p *Prober) Probe(ctx context.Context, t Target) Result {
 func (p *Prober) httpProbe(ctx context.Context, t Target) Result {
 	r := t.Type.Request
 	vars := templateVars(t)
-	base, ok := baseURL(t, r, vars)
+	base, ok := baseURL(r, vars)
 	if !ok {
 		return failed("the provider has no base URL configured")
 	}
@@ -170,61 +171,34 @@ func templateVars(t Target) map[string]string {
 }
 
 // baseURL is the config's base member (or its default), else the fallback.
-func baseURL(t Target, r *types.ProbeRequest, vars map[string]string) (string, bool) {
+func baseURL(r *types.ProbeRequest, vars map[string]string) (string, bool) {
 	if v := vars[r.Base]; v != "" {
 		return v, true
 	}
 	if r.Fallback == "" {
 		return "", false
 	}
-	for _, name := range placeholders(r.Fallback) {
-		if vars[name] == "" {
+	for _, m := range placeholder.FindAllStringSubmatch(r.Fallback, -1) {
+		if vars[m[1]] == "" {
 			return "", false
 		}
 	}
 	return expand(r.Fallback, vars, url.PathEscape), true
 }
 
-// placeholders lists the {name}s of s.
-func placeholders(s string) []string {
-	var names []string
-	for {
-		open := strings.IndexByte(s, '{')
-		if open < 0 {
-			return names
-		}
-		end := strings.IndexByte(s[open:], '}')
-		if end < 0 {
-			return names
-		}
-		names = append(names, s[open+1:open+end])
-		s = s[open+end+1:]
-	}
-}
+// placeholder is a {name} in a probe request's strings.
+var placeholder = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // expand replaces each {name} in s with vars[name], escaped by esc when not
 // nil. An unknown name expands to the empty string.
 func expand(s string, vars map[string]string, esc func(string) string) string {
-	var b strings.Builder
-	for {
-		open := strings.IndexByte(s, '{')
-		if open < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		end := strings.IndexByte(s[open:], '}')
-		if end < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:open])
-		v := vars[s[open+1:open+end]]
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		v := vars[m[1:len(m)-1]]
 		if esc != nil {
 			v = esc(v)
 		}
-		b.WriteString(v)
-		s = s[open+end+1:]
-	}
+		return v
+	})
 }
 
 // statusFailure turns a non-2xx status into a failed result.
