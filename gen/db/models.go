@@ -260,18 +260,39 @@ type OrganizationMember struct {
 }
 
 type Outbox struct {
-	ID            string          `json:"id"`
-	Kind          string          `json:"kind"`
-	WorkspaceID   *string         `json:"workspace_id"`
-	Payload       json.RawMessage `json:"payload"`
-	Sealed        []byte          `json:"sealed"`
-	Status        string          `json:"status"`
-	Attempts      int32           `json:"attempts"`
-	NextAttemptAt time.Time       `json:"next_attempt_at"`
-	LeaseUntil    *time.Time      `json:"lease_until"`
-	LastError     *string         `json:"last_error"`
-	CreatedAt     time.Time       `json:"created_at"`
-	SettledAt     *time.Time      `json:"settled_at"`
+	ID             string          `json:"id"`
+	Kind           string          `json:"kind"`
+	WorkspaceID    *string         `json:"workspace_id"`
+	Payload        json.RawMessage `json:"payload"`
+	Sealed         []byte          `json:"sealed"`
+	Status         string          `json:"status"`
+	Attempts       int32           `json:"attempts"`
+	NextAttemptAt  time.Time       `json:"next_attempt_at"`
+	LeaseUntil     *time.Time      `json:"lease_until"`
+	LastError      *string         `json:"last_error"`
+	CreatedAt      time.Time       `json:"created_at"`
+	SettledAt      *time.Time      `json:"settled_at"`
+	AttemptNumber  int32           `json:"attempt_number"`
+	SubscriptionID *string         `json:"subscription_id"`
+	EventType      *string         `json:"event_type"`
+}
+
+type OutboxAttempt struct {
+	DeliveryID string    `json:"delivery_id"`
+	Number     int32     `json:"number"`
+	Replica    string    `json:"replica"`
+	StartedAt  time.Time `json:"started_at"`
+	DurationMs int32     `json:"duration_ms"`
+	Result     string    `json:"result"`
+	StatusCode *int32    `json:"status_code"`
+	Response   *string   `json:"response"`
+	Error      *string   `json:"error"`
+}
+
+type OutboxBacklog struct {
+	Kind          string     `json:"kind"`
+	BreachedSince *time.Time `json:"breached_since"`
+	ObservedAt    time.Time  `json:"observed_at"`
 }
 
 type Principal struct {

@@ -8,19 +8,133 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
+const outboxBacklogObserve = `-- name: OutboxBacklogObserve :one
+INSERT INTO outbox_backlog AS b (kind, breached_since, observed_at)
+VALUES ($1, CASE WHEN $2::boolean THEN now() END, now())
+ON CONFLICT (kind) DO UPDATE
+SET breached_since = CASE WHEN $2::boolean THEN coalesce(b.breached_since, now()) END,
+    observed_at = now()
+RETURNING (breached_since IS NOT NULL AND breached_since <= now() - make_interval(secs => $3::float8))::boolean AS alert
+`
+
+type OutboxBacklogObserveParams struct {
+	Kind         string  `json:"kind"`
+	Breached     bool    `json:"breached"`
+	AlertSeconds float64 `json:"alert_seconds"`
+}
+
+// OutboxBacklogObserve records whether a kind's backlog condition holds now
+// and answers whether it has held for alert_seconds. The start of a breach is
+// kept, so every replica observing it computes the same alert.
+func (q *Queries) OutboxBacklogObserve(ctx context.Context, db DBTX, arg OutboxBacklogObserveParams) (bool, error) {
+	row := db.QueryRow(ctx, outboxBacklogObserve, arg.Kind, arg.Breached, arg.AlertSeconds)
+	var alert bool
+	err := row.Scan(&alert)
+	return alert, err
+}
+
+const outboxClaim = `-- name: OutboxClaim :many
+WITH due AS (
+    SELECT d.id FROM outbox d
+    WHERE d.kind = $2 AND d.status = 'pending' AND d.next_attempt_at <= now()
+    ORDER BY d.next_attempt_at
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox o
+SET attempts = o.attempts + 1,
+    attempt_number = o.attempt_number + 1,
+    lease_until = now() + make_interval(secs => $1::float8),
+    next_attempt_at = now() + make_interval(secs => $1::float8)
+FROM due
+WHERE o.id = due.id
+RETURNING o.id, o.kind, o.workspace_id, o.subscription_id, o.event_type, o.payload, o.sealed,
+    o.attempts, o.attempt_number, o.created_at, now()::timestamptz AS claimed_at
+`
+
+type OutboxClaimParams struct {
+	LeaseSeconds float64 `json:"lease_seconds"`
+	Kind         string  `json:"kind"`
+	Batch        int32   `json:"batch"`
+}
+
+type OutboxClaimRow struct {
+	ID             string          `json:"id"`
+	Kind           string          `json:"kind"`
+	WorkspaceID    *string         `json:"workspace_id"`
+	SubscriptionID *string         `json:"subscription_id"`
+	EventType      *string         `json:"event_type"`
+	Payload        json.RawMessage `json:"payload"`
+	Sealed         []byte          `json:"sealed"`
+	Attempts       int32           `json:"attempts"`
+	AttemptNumber  int32           `json:"attempt_number"`
+	CreatedAt      time.Time       `json:"created_at"`
+	ClaimedAt      time.Time       `json:"claimed_at"`
+}
+
+// OutboxClaim leases up to batch due deliveries of one kind to the caller: the
+// lease is the row's next_attempt_at, so a sender that dies makes the row due
+// again when its lease ends. Both counters move: attempts (this round) and
+// attempt_number (ever), which fences the sender's result.
+func (q *Queries) OutboxClaim(ctx context.Context, db DBTX, arg OutboxClaimParams) ([]OutboxClaimRow, error) {
+	rows, err := db.Query(ctx, outboxClaim, arg.LeaseSeconds, arg.Kind, arg.Batch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OutboxClaimRow{}
+	for rows.Next() {
+		var i OutboxClaimRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.WorkspaceID,
+			&i.SubscriptionID,
+			&i.EventType,
+			&i.Payload,
+			&i.Sealed,
+			&i.Attempts,
+			&i.AttemptNumber,
+			&i.CreatedAt,
+			&i.ClaimedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const outboxDeadCount = `-- name: OutboxDeadCount :one
+SELECT count(*)::bigint FROM outbox WHERE kind = $1 AND status = 'dead'
+`
+
+func (q *Queries) OutboxDeadCount(ctx context.Context, db DBTX, kind string) (int64, error) {
+	row := db.QueryRow(ctx, outboxDeadCount, kind)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const outboxInsert = `-- name: OutboxInsert :exec
-INSERT INTO outbox (id, kind, workspace_id, payload, sealed)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO outbox (id, kind, workspace_id, payload, sealed, subscription_id, event_type)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
 type OutboxInsertParams struct {
-	ID          string          `json:"id"`
-	Kind        string          `json:"kind"`
-	WorkspaceID *string         `json:"workspace_id"`
-	Payload     json.RawMessage `json:"payload"`
-	Sealed      []byte          `json:"sealed"`
+	ID             string          `json:"id"`
+	Kind           string          `json:"kind"`
+	WorkspaceID    *string         `json:"workspace_id"`
+	Payload        json.RawMessage `json:"payload"`
+	Sealed         []byte          `json:"sealed"`
+	SubscriptionID *string         `json:"subscription_id"`
+	EventType      *string         `json:"event_type"`
 }
 
 func (q *Queries) OutboxInsert(ctx context.Context, db DBTX, arg OutboxInsertParams) error {
@@ -30,6 +144,161 @@ func (q *Queries) OutboxInsert(ctx context.Context, db DBTX, arg OutboxInsertPar
 		arg.WorkspaceID,
 		arg.Payload,
 		arg.Sealed,
+		arg.SubscriptionID,
+		arg.EventType,
 	)
 	return err
+}
+
+const outboxPendingStats = `-- name: OutboxPendingStats :many
+SELECT kind,
+    count(*)::bigint AS pending,
+    coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE next_attempt_at <= now())), 0)::float8 AS oldest_due_seconds
+FROM outbox
+WHERE status = 'pending'
+GROUP BY kind
+`
+
+type OutboxPendingStatsRow struct {
+	Kind             string  `json:"kind"`
+	Pending          int64   `json:"pending"`
+	OldestDueSeconds float64 `json:"oldest_due_seconds"`
+}
+
+func (q *Queries) OutboxPendingStats(ctx context.Context, db DBTX) ([]OutboxPendingStatsRow, error) {
+	rows, err := db.Query(ctx, outboxPendingStats)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OutboxPendingStatsRow{}
+	for rows.Next() {
+		var i OutboxPendingStatsRow
+		if err := rows.Scan(&i.Kind, &i.Pending, &i.OldestDueSeconds); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const outboxPurge = `-- name: OutboxPurge :execrows
+DELETE FROM outbox
+WHERE id IN (
+    SELECT s.id FROM outbox s
+    WHERE s.kind = $1 AND s.status = $2 AND s.status <> 'pending'
+      AND s.settled_at < now() - make_interval(secs => $3::float8)
+    ORDER BY s.settled_at
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+type OutboxPurgeParams struct {
+	Kind             string  `json:"kind"`
+	Status           string  `json:"status"`
+	RetentionSeconds float64 `json:"retention_seconds"`
+	Batch            int32   `json:"batch"`
+}
+
+// OutboxPurge deletes up to batch rows of one kind and settled status whose
+// retention has passed, oldest first. Pending rows are never touched; a row
+// locked by a concurrent redelivery is skipped.
+func (q *Queries) OutboxPurge(ctx context.Context, db DBTX, arg OutboxPurgeParams) (int64, error) {
+	result, err := db.Exec(ctx, outboxPurge,
+		arg.Kind,
+		arg.Status,
+		arg.RetentionSeconds,
+		arg.Batch,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const outboxSettle = `-- name: OutboxSettle :many
+WITH r AS (
+    SELECT unnest($1::text[]) AS id, unnest($2::int[]) AS number,
+        unnest($3::text[]) AS status, unnest($4::float8[]) AS retry_seconds,
+        unnest($5::boolean[]) AS charged, unnest($6::timestamptz[]) AS started_at,
+        unnest($7::int[]) AS duration_ms, unnest($8::text[]) AS result,
+        unnest($9::int[]) AS status_code, unnest($10::text[]) AS response,
+        unnest($11::text[]) AS error
+), upd AS (
+    UPDATE outbox o
+    SET status = r.status,
+        next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + make_interval(secs => r.retry_seconds) ELSE o.next_attempt_at END,
+        attempts = CASE WHEN r.charged THEN o.attempts ELSE o.attempts - 1 END,
+        lease_until = NULL,
+        settled_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
+        last_error = CASE WHEN r.charged THEN NULLIF(r.error, '') ELSE o.last_error END
+    FROM r
+    WHERE o.id = r.id AND o.attempt_number = r.number AND o.status = 'pending'
+    RETURNING o.id
+), att AS (
+    INSERT INTO outbox_attempt (delivery_id, number, replica, started_at, duration_ms, result, status_code, response, error)
+    SELECT r.id, r.number, $12, r.started_at, r.duration_ms, r.result,
+        NULLIF(r.status_code, 0), NULLIF(r.response, ''), NULLIF(r.error, '')
+    FROM r JOIN upd ON upd.id = r.id
+    WHERE r.charged
+)
+SELECT upd.id::text FROM upd
+`
+
+type OutboxSettleParams struct {
+	Ids          []string    `json:"ids"`
+	Numbers      []int32     `json:"numbers"`
+	Statuses     []string    `json:"statuses"`
+	RetrySeconds []float64   `json:"retry_seconds"`
+	Charged      []bool      `json:"charged"`
+	StartedAt    []time.Time `json:"started_at"`
+	DurationMs   []int32     `json:"duration_ms"`
+	Results      []string    `json:"results"`
+	StatusCodes  []int32     `json:"status_codes"`
+	Responses    []string    `json:"responses"`
+	Errors       []string    `json:"errors"`
+	Replica      string      `json:"replica"`
+}
+
+// OutboxSettle records the outcomes of finished attempts in one statement. A
+// row is updated only while it still carries the attempt's number and is
+// pending, so the result of a sender whose lease ran out (and whose row another
+// sender claimed again) is dropped. status 'pending' schedules a retry after
+// retry_seconds; uncharged gives the attempt back (a sender stopping). Each
+// recorded outcome also becomes an outbox_attempt row, unless uncharged.
+func (q *Queries) OutboxSettle(ctx context.Context, db DBTX, arg OutboxSettleParams) ([]string, error) {
+	rows, err := db.Query(ctx, outboxSettle,
+		arg.Ids,
+		arg.Numbers,
+		arg.Statuses,
+		arg.RetrySeconds,
+		arg.Charged,
+		arg.StartedAt,
+		arg.DurationMs,
+		arg.Results,
+		arg.StatusCodes,
+		arg.Responses,
+		arg.Errors,
+		arg.Replica,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var upd_id string
+		if err := rows.Scan(&upd_id); err != nil {
+			return nil, err
+		}
+		items = append(items, upd_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
