@@ -29,6 +29,7 @@ import (
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/objectstore"
+	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/supervisor"
@@ -59,6 +60,8 @@ type App struct {
 	Store objectstore.Store
 	// ReplicaID names this process in claims and leases.
 	ReplicaID string
+	// Outbox delivers the outbox on control processes (deliver_outbox).
+	Outbox *outbox.Engine
 
 	httpSrv    *http.Server
 	ln         net.Listener
@@ -114,6 +117,8 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 	a.Supervisor = supervisor.New(log)
 	a.Health.Tasks = a.Supervisor
 	a.Sweeps = sweep.NewRunner(pool, a.ReplicaID, log, a.Metrics)
+	a.Outbox = outbox.NewEngine(pool, cfg.Outbox, a.ReplicaID, log, outbox.NewMetrics(a.Metrics.Registry))
+	a.registerDeliverers()
 	a.registerSweeps()
 	return a, nil
 }
@@ -311,6 +316,29 @@ func (a *App) registerSweeps() {
 			return err
 		},
 	})
+	scan := time.Duration(a.cfg.Control.ScanSeconds) * time.Second
+	a.Sweeps.Register(sweep.Sweep{
+		Name: "deliver_outbox", Interval: scan, EveryReplica: true, Wake: a.Outbox.Woken(),
+		Run: a.Outbox.Deliver,
+	})
+	a.Sweeps.Register(sweep.Sweep{
+		Name:     "purge_outbox",
+		Interval: time.Duration(a.cfg.Outbox.PurgeIntervalSeconds) * time.Second,
+		Run: func(ctx context.Context) error {
+			n, err := outbox.Purge(ctx, a.Pool, a.cfg.Outbox)
+			if n > 0 {
+				a.log.Info("settled outbox deliveries purged", "count", n)
+			}
+			return err
+		},
+	})
+	a.Sweeps.Register(sweep.Sweep{
+		Name: "observe_outbox", Interval: scan, EveryReplica: true,
+		Run: func(ctx context.Context) error {
+			_, err := outbox.Observe(ctx, a.Pool, a.cfg.Outbox, a.Outbox.Metrics())
+			return err
+		},
+	})
 	a.Sweeps.Register(sweep.Sweep{
 		Name:     "purge_idempotency_keys",
 		Interval: time.Duration(a.cfg.Control.ScanSeconds) * 12 * time.Second,
@@ -322,6 +350,11 @@ func (a *App) registerSweeps() {
 			return err
 		},
 	})
+}
+
+// registerDeliverers gives the outbox engine a deliverer for each kind this
+// build delivers. subagent_result deliveries wait for the runs engine.
+func (a *App) registerDeliverers() {
 }
 
 // buildConnections builds the installed provider types and the connection

@@ -29,6 +29,13 @@ type Sweep struct {
 	// Run does one pass. It must return when ctx ends and should do its work in
 	// short transactions, so that an interrupted pass loses nothing.
 	Run func(ctx context.Context) error
+	// EveryReplica runs the sweep on every replica at once, without a claim and
+	// without a pass deadline: for work the sweep's own rows coordinate, such as
+	// deliver_outbox, whose deliveries are leased one by one. Such a pass may run
+	// for as long as it finds work.
+	EveryReplica bool
+	// Wake, when set, starts the next pass of an EveryReplica sweep early.
+	Wake <-chan struct{}
 }
 
 // Pass is the outcome of one tick of a sweep on this replica.
@@ -61,6 +68,9 @@ func (r *Runner) Register(s Sweep) {
 	if s.Name == "" || s.Interval <= 0 || s.Run == nil {
 		panic(fmt.Sprintf("sweep %q: name, positive interval and run are required", s.Name))
 	}
+	if s.Wake != nil && !s.EveryReplica {
+		panic(fmt.Sprintf("sweep %q: only an every-replica sweep can be woken", s.Name))
+	}
 	r.sweeps = append(r.sweeps, s)
 }
 
@@ -92,6 +102,8 @@ func (r *Runner) loop(ctx context.Context, s Sweep) error {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
+		case <-s.Wake:
+			timer.Stop() // since Go 1.23 a stopped timer's channel never delivers a stale tick
 		}
 		r.tick(ctx, s)
 		timer.Reset(s.Interval)
@@ -128,6 +140,12 @@ func (r *Runner) tick(ctx context.Context, s Sweep) Pass {
 }
 
 func (r *Runner) pass(ctx context.Context, s Sweep) Pass {
+	if s.EveryReplica {
+		start := time.Now()
+		err := runGuarded(ctx, s.Run)
+		r.metrics.SweepDuration.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
+		return Pass{Sweep: s.Name, Ran: true, Err: err}
+	}
 	lease := max(s.Interval, minLease)
 	// The claim expires one lease after the database's now(), which comes after this
 	// moment; counting the pass's deadline from here, not from when the claim

@@ -1,0 +1,342 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/config"
+)
+
+// Backoff bounds. The delay before retry n (after n failed attempts) is
+// BackoffBase·2^(n-1), at most MaxBackoff, of which a random quarter is taken
+// off (jitter), so replicas retrying the same endpoint spread out.
+const (
+	BackoffBase = 10 * time.Second
+	MaxBackoff  = time.Hour
+)
+
+// settleTimeout bounds the write of a batch of outcomes, which must happen even
+// while the sender stops.
+const settleTimeout = 10 * time.Second
+
+// Engine delivers the outbox: every replica's deliver_outbox pass claims due
+// deliveries of each kind that has a Deliverer, leases them, delivers up to
+// parallel at once and records each outcome. Leases make replicas safe to run
+// side by side: a row is attempted by one sender at a time, and a sender that
+// dies loses its rows when their leases end.
+type Engine struct {
+	pool       *pgxpool.Pool
+	q          *db.Queries
+	cfg        config.Outbox
+	replica    string
+	log        *slog.Logger
+	metrics    *Metrics
+	deliverers map[string]Deliverer
+	wake       chan struct{}
+
+	// BackoffBase replaces the package's BackoffBase; tests shorten it.
+	BackoffBase time.Duration
+}
+
+// NewEngine returns an engine for this replica. Register each kind's deliverer
+// before the first pass.
+func NewEngine(pool *pgxpool.Pool, cfg config.Outbox, replica string, log *slog.Logger, m *Metrics) *Engine {
+	return &Engine{
+		pool: pool, q: db.New(), cfg: cfg, replica: replica, log: log, metrics: m,
+		deliverers: map[string]Deliverer{}, wake: make(chan struct{}, 1), BackoffBase: BackoffBase,
+	}
+}
+
+// Register sets the deliverer of kind. Kinds without one are left pending.
+func (e *Engine) Register(kind string, d Deliverer) {
+	e.deliverers[kind] = d
+}
+
+// Wake asks for a deliver pass now rather than at the next interval.
+func (e *Engine) Wake() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Metrics returns the engine's collectors.
+func (e *Engine) Metrics() *Metrics { return e.metrics }
+
+// Woken is the channel Wake signals; the deliver_outbox sweep listens on it.
+func (e *Engine) Woken() <-chan struct{} { return e.wake }
+
+// Deliver is one deliver_outbox pass: for every kind with a deliverer, at the
+// same time, it claims and delivers due rows until none are left. When ctx ends
+// it stops claiming, gives back the rows it has not finished and returns.
+func (e *Engine) Deliver(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, kind := range Kinds {
+		d, ok := e.deliverers[kind]
+		if !ok {
+			continue
+		}
+		g.Go(func() error { return e.drain(gctx, kind, d) })
+	}
+	return g.Wait()
+}
+
+// drain delivers kind until a claim finds fewer than batch due rows.
+func (e *Engine) drain(ctx context.Context, kind string, d Deliverer) error {
+	p := e.cfg.Policy(kind)
+	results := make(chan settlement, p.Batch)
+	flushed := make(chan error, 1)
+	go func() { flushed <- e.flush(ctx, kind, results) }()
+
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, p.Parallel)
+	err := func() error {
+		for ctx.Err() == nil {
+			rows, err := e.q.OutboxClaim(ctx, e.pool, db.OutboxClaimParams{Kind: kind, Batch: int32(p.Batch), LeaseSeconds: float64(p.LeaseSeconds)})
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("claim %s deliveries: %w", kind, err)
+			}
+			for _, row := range rows {
+				c := claimed(row)
+				if c.Attempt > p.MaxAttempts {
+					results <- e.expired(c, int(row.AttemptNumber))
+					continue
+				}
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					results <- giveBack(c, int(row.AttemptNumber))
+					continue
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-slots }()
+					results <- e.attempt(ctx, d, p, c, int(row.AttemptNumber))
+				}()
+			}
+			if len(rows) < p.Batch {
+				return nil
+			}
+		}
+		return nil
+	}()
+	wg.Wait()
+	close(results)
+	if ferr := <-flushed; err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// attempt runs one delivery within its lease and turns what came of it into a
+// settlement. An attempt cut short because the sender is stopping is given
+// back uncharged; one that ran out of its lease is a failure.
+func (e *Engine) attempt(ctx context.Context, d Deliverer, p config.OutboxPolicy, c Claimed, number int) (s settlement) {
+	lease := time.Duration(p.LeaseSeconds) * time.Second
+	actx, cancel := context.WithTimeout(ctx, lease*9/10)
+	defer cancel()
+	start := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Error("outbox deliverer panicked", "kind", c.Kind, "delivery", c.ID, "panic", fmt.Sprint(r))
+			s = e.settle(c, number, p, start, Failed(fmt.Errorf("the deliverer failed unexpectedly")))
+		}
+	}()
+	out := d.Deliver(actx, c)
+	if out.Err != nil && ctx.Err() != nil {
+		return giveBack(c, number)
+	}
+	if out.Err != nil && actx.Err() != nil && !out.Permanent {
+		out.Err = fmt.Errorf("no outcome within the %s lease: %w", lease*9/10, out.Err)
+	}
+	return e.settle(c, number, p, start, out)
+}
+
+// settle decides what an attempt's outcome does to its delivery.
+func (e *Engine) settle(c Claimed, number int, p config.OutboxPolicy, start time.Time, out Outcome) settlement {
+	s := settlement{
+		id: c.ID, kind: c.Kind, number: number, charged: true, started: start,
+		duration: time.Since(start), statusCode: out.StatusCode, response: snippet(out.Response),
+	}
+	switch {
+	case out.Cancel:
+		s.status, s.result, s.errText = StatusCancelled, StatusCancelled, out.Reason
+	case out.Err == nil:
+		s.status, s.result = StatusDelivered, StatusDelivered
+	case out.Permanent || c.Attempt >= p.MaxAttempts:
+		s.status, s.result, s.errText = StatusDead, "failed", out.Err.Error()
+	default:
+		s.status, s.result, s.errText = StatusPending, "failed", out.Err.Error()
+		s.retry = e.backoff(c.Attempt)
+	}
+	return s
+}
+
+// expired settles a row whose previous sender lost its lease on the last
+// attempt the kind allows: that attempt may have been delivered, but it was
+// used, so the delivery is dead.
+func (e *Engine) expired(c Claimed, number int) settlement {
+	return settlement{
+		id: c.ID, kind: c.Kind, number: number, charged: true, started: time.Now(),
+		status: StatusDead, result: "failed",
+		errText: "the lease of its last allowed attempt ended before the sender recorded an outcome",
+	}
+}
+
+// giveBack returns a claimed row to the queue at once, uncharged.
+func giveBack(c Claimed, number int) settlement {
+	return settlement{id: c.ID, kind: c.Kind, number: number, status: StatusPending, started: time.Now()}
+}
+
+// backoff is the delay after the attempt-th failed attempt.
+func (e *Engine) backoff(attempt int) time.Duration {
+	return Backoff(e.BackoffBase, attempt)
+}
+
+// Backoff is the delay after the attempt-th failed attempt with the given
+// base: exponential, capped at MaxBackoff, less up to a quarter of jitter.
+func Backoff(base time.Duration, attempt int) time.Duration {
+	d := MaxBackoff
+	if attempt < 1 {
+		attempt = 1
+	}
+	if attempt <= 32 {
+		if exp := base << (attempt - 1); exp > 0 && exp < MaxBackoff {
+			d = exp
+		}
+	}
+	return d - rand.N(d/4+1)
+}
+
+// snippet truncates a response to ResponseSnippetBytes of valid UTF-8 (storing
+// text must not fail on a receiver's invalid bytes or NULs).
+func snippet(s string) string {
+	if len(s) > ResponseSnippetBytes {
+		s = s[:ResponseSnippetBytes]
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	for len(s) > ResponseSnippetBytes {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// claimed converts a claimed row.
+func claimed(row db.OutboxClaimRow) Claimed {
+	return Claimed{
+		ID: row.ID, Kind: row.Kind, WorkspaceID: deref(row.WorkspaceID), SubscriptionID: deref(row.SubscriptionID),
+		EventType: deref(row.EventType), Payload: row.Payload, Sealed: row.Sealed, Attempt: int(row.Attempts),
+		CreatedAt: row.CreatedAt, ClaimedAt: row.ClaimedAt,
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// settlement is one attempt's effect on its delivery, waiting to be written.
+type settlement struct {
+	id, kind   string
+	number     int
+	status     string // the delivery's next status; pending to retry or give back
+	retry      time.Duration
+	charged    bool
+	result     string // the attempt's result: delivered, failed or cancelled
+	started    time.Time
+	duration   time.Duration
+	statusCode int
+	response   string
+	errText    string
+}
+
+// maxSettleBatch bounds the outcomes written by one statement.
+const maxSettleBatch = 256
+
+// flush writes settlements as they arrive, as many at a time as are waiting,
+// until results is closed. A failed write is logged and the rest go on: those
+// rows' leases end and they are delivered again (at least once).
+func (e *Engine) flush(ctx context.Context, kind string, results <-chan settlement) error {
+	var firstErr error
+	batch := make([]settlement, 0, maxSettleBatch)
+	for s := range results {
+		batch = append(batch[:0], s)
+	more:
+		for len(batch) < maxSettleBatch {
+			select {
+			case s, ok := <-results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, s)
+			default:
+				break more
+			}
+		}
+		if err := e.write(ctx, batch); err != nil {
+			e.log.Error("recording outbox outcomes failed; their deliveries will be retried", "kind", kind, "count", len(batch), "error", err.Error())
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+// write records a batch of settlements in one statement and counts them.
+func (e *Engine) write(ctx context.Context, batch []settlement) error {
+	p := db.OutboxSettleParams{Replica: e.replica}
+	for _, s := range batch {
+		p.Ids = append(p.Ids, s.id)
+		p.Numbers = append(p.Numbers, int32(s.number))
+		p.Statuses = append(p.Statuses, s.status)
+		p.RetrySeconds = append(p.RetrySeconds, s.retry.Seconds())
+		p.Charged = append(p.Charged, s.charged)
+		p.StartedAt = append(p.StartedAt, s.started)
+		p.DurationMs = append(p.DurationMs, int32(min(s.duration.Milliseconds(), 1<<31-1)))
+		p.Results = append(p.Results, s.result)
+		p.StatusCodes = append(p.StatusCodes, int32(s.statusCode))
+		p.Responses = append(p.Responses, s.response)
+		p.Errors = append(p.Errors, s.errText)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	recorded, err := e.q.OutboxSettle(wctx, e.pool, p)
+	if err != nil {
+		return fmt.Errorf("record outcomes: %w", err)
+	}
+	kept := make(map[string]bool, len(recorded))
+	for _, id := range recorded {
+		kept[id] = true
+	}
+	for _, s := range batch {
+		result := s.result
+		switch {
+		case !kept[s.id]:
+			result = "stale" // its lease had ended and the row moved on
+		case !s.charged:
+			result = "given_back"
+		case s.status == StatusDead:
+			result = StatusDead
+		}
+		e.metrics.attempt(s.kind, result)
+	}
+	return nil
+}
