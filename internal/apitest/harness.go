@@ -39,7 +39,9 @@ type Options struct {
 	// expire_credentials), so without this a test that looks at an expired,
 	// revoked or used row can see it deleted between two requests. Before the
 	// process starts, another replica takes every sweep's claim for a day; its
-	// Sweeps.RunOnce then skips too. It needs a migrated database.
+	// Sweeps.RunOnce then skips too. Every-replica sweeps (deliver_outbox),
+	// which take no claim, are held instead and RunOnce still runs them. It
+	// needs a migrated database.
 	PauseSweeps bool
 }
 
@@ -118,6 +120,7 @@ func Start(t testing.TB, opts Options) *Harness {
 		t.Fatalf("build process: %v", err)
 	}
 	if opts.PauseSweeps {
+		a.Sweeps.HoldEveryReplica()
 		for _, name := range a.Sweeps.Sweeps() {
 			if _, err := a.Pool.Exec(ctx, `INSERT INTO sweep_claim (name, owner, claimed_at, expires_at)
 				VALUES ($1, $2, now(), now() + interval '1 day')

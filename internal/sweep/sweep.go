@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,7 +57,14 @@ type Runner struct {
 
 	// OnPassFunc, when set, is called after every tick; tests wait on it instead of sleeping.
 	OnPassFunc func(Pass)
+
+	held atomic.Bool
 }
+
+// HoldEveryReplica stops the timed passes of every-replica sweeps, which take
+// no claim another replica could hold; RunOnce still runs them. Tests use it to
+// keep the outbox still.
+func (r *Runner) HoldEveryReplica() { r.held.Store(true) }
 
 // NewRunner returns a runner whose claims name owner, a replica id unique to this process.
 func NewRunner(pool *pgxpool.Pool, owner string, log *slog.Logger, m *metrics.Metrics) *Runner {
@@ -105,7 +113,9 @@ func (r *Runner) loop(ctx context.Context, s Sweep) error {
 		case <-s.Wake:
 			timer.Stop() // since Go 1.23 a stopped timer's channel never delivers a stale tick
 		}
-		r.tick(ctx, s)
+		if !s.EveryReplica || !r.held.Load() {
+			r.tick(ctx, s)
+		}
 		timer.Reset(s.Interval)
 	}
 }
