@@ -123,8 +123,12 @@ func (q *Queries) OutboxDeadCount(ctx context.Context, db DBTX, kind string) (in
 }
 
 const outboxInsert = `-- name: OutboxInsert :exec
-INSERT INTO outbox (id, kind, workspace_id, payload, sealed, subscription_id, event_type)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+WITH ins AS (
+    INSERT INTO outbox (id, kind, workspace_id, payload, sealed, subscription_id, event_type)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)
+    RETURNING kind
+)
+SELECT pg_notify('svc_outbox', ins.kind) FROM ins
 `
 
 type OutboxInsertParams struct {
@@ -137,6 +141,9 @@ type OutboxInsertParams struct {
 	EventType      *string         `json:"event_type"`
 }
 
+// OutboxInsert writes a delivery and notifies the senders listening on
+// svc_outbox; PostgreSQL sends the notification when the transaction commits
+// (and folds identical ones of one transaction into one).
 func (q *Queries) OutboxInsert(ctx context.Context, db DBTX, arg OutboxInsertParams) error {
 	_, err := db.Exec(ctx, outboxInsert,
 		arg.ID,

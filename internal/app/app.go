@@ -189,6 +189,7 @@ func (a *App) Start(ctx context.Context) error {
 			a.Supervisor.Add(t)
 		}
 		a.Supervisor.Add(supervisor.Task{Name: "drive connection authorizations", Run: a.Connections.RunDriver})
+		a.Supervisor.Add(supervisor.Task{Name: "listen for outbox deliveries", Run: a.Outbox.Listen})
 	}
 	a.Supervisor.Start(context.WithoutCancel(ctx))
 	a.Health.MarkStarted()

@@ -386,3 +386,40 @@ func TestAPanickingDelivererFailsTheAttempt(t *testing.T) {
 	require.Equal(t, 1, r.Attempts)
 	require.Equal(t, "the deliverer failed unexpectedly", *r.LastError)
 }
+
+func TestACommittedEnqueueWakesTheSenders(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	e := newEngine(pool, outboxConfig(config.OutboxOverride{}), "replica-a", outbox.DelivererFunc(func(context.Context, outbox.Claimed) outbox.Outcome {
+		return outbox.Delivered()
+	}))
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.Listen(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-stopped)
+	})
+	// Listening starts with a wake of its own (for what was enqueued before).
+	select {
+	case <-e.Woken():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the listener did not start")
+	}
+
+	tx, err := pool.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = outbox.Enqueue(t.Context(), tx, outbox.Delivery{Kind: kind, Payload: map[string]string{}})
+	require.NoError(t, err)
+	select {
+	case <-e.Woken():
+		t.Fatal("woken before the transaction committed")
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, tx.Commit(t.Context()))
+	select {
+	case <-e.Woken():
+	case <-time.After(30 * time.Second):
+		t.Fatal("a committed enqueue did not wake the senders")
+	}
+}

@@ -1,6 +1,13 @@
+-- OutboxInsert writes a delivery and notifies the senders listening on
+-- svc_outbox; PostgreSQL sends the notification when the transaction commits
+-- (and folds identical ones of one transaction into one).
 -- name: OutboxInsert :exec
-INSERT INTO outbox (id, kind, workspace_id, payload, sealed, subscription_id, event_type)
-VALUES (@id, @kind, sqlc.narg('workspace_id'), @payload, sqlc.narg('sealed'), sqlc.narg('subscription_id'), sqlc.narg('event_type'));
+WITH ins AS (
+    INSERT INTO outbox (id, kind, workspace_id, payload, sealed, subscription_id, event_type)
+    VALUES (@id, @kind, sqlc.narg('workspace_id'), @payload, sqlc.narg('sealed'), sqlc.narg('subscription_id'), sqlc.narg('event_type'))
+    RETURNING kind
+)
+SELECT pg_notify('svc_outbox', ins.kind) FROM ins;
 
 -- OutboxClaim leases up to batch due deliveries of one kind to the caller: the
 -- lease is the row's next_attempt_at, so a sender that dies makes the row due
