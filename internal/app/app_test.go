@@ -301,3 +301,35 @@ func TestControlRegistersTheSweepsOfThisBuild(t *testing.T) {
 	require.NoError(t, h.App.Pool.QueryRow(t.Context(), "SELECT owner FROM sweep_claim WHERE name = 'expire_credentials'").Scan(&owner))
 	require.Equal(t, h.App.ReplicaID, owner)
 }
+
+// The outbox's alert gauges are served on the metrics listener, computed from
+// the database by observe_outbox.
+func TestOutboxAlertMetricsAreServed(t *testing.T) {
+	t.Parallel()
+	h := apitest.Start(t, apitest.Options{PauseSweeps: true, Configure: func(c *config.Config) { c.Metrics.Listen = "127.0.0.1:0" }})
+	scrape := func() string {
+		resp, err := http.Get("http://" + h.App.MetricsAddr().String() + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	pass, err := h.App.Sweeps.RunOnce(t.Context(), "observe_outbox")
+	require.NoError(t, err)
+	require.NoError(t, pass.Err)
+	text := scrape()
+	require.Contains(t, text, "\nsvc_outbox_dead 0\n")
+	require.Contains(t, text, "\nsvc_outbox_backlog_alert 0\n")
+
+	_, err = h.App.Pool.Exec(t.Context(), `INSERT INTO outbox (id, kind, payload, status, attempts, settled_at)
+		VALUES ('dlv_dead', 'subagent_result', '{}', 'dead', 12, now())`)
+	require.NoError(t, err)
+	pass, err = h.App.Sweeps.RunOnce(t.Context(), "observe_outbox")
+	require.NoError(t, err)
+	require.NoError(t, pass.Err)
+	text = scrape()
+	require.Contains(t, text, "\nsvc_outbox_dead 1\n")
+	require.Contains(t, text, `svc_outbox_dead_deliveries{kind="subagent_result"} 1`)
+	require.Contains(t, text, `svc_outbox_pending{kind="webhook"} 0`)
+}
