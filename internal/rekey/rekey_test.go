@@ -176,15 +176,15 @@ func TestResealReportsUnknownContext(t *testing.T) {
 	pool := testdb.New(t)
 	_, old := newRing(t)
 	_, ring := newRing(t)
-	// A sealed webhook delivery: no known sealing context, so it is reported, not touched.
+	// A sealed subagent_result delivery: no known sealing context, so it is reported, not touched.
 	did := id.New(id.Delivery)
 	sealed := seal(t, old, []byte("x"), []byte(did))
-	_, err := pool.Exec(ctx, `INSERT INTO outbox (id, kind, payload, sealed) VALUES ($1, 'webhook', '{}', $2)`, did, sealed)
+	_, err := pool.Exec(ctx, `INSERT INTO outbox (id, kind, payload, sealed) VALUES ($1, 'subagent_result', '{}', $2)`, did, sealed)
 	require.NoError(t, err)
 	res, err := rekey.Run(ctx, pool, ring, 0)
 	require.NoError(t, err)
 	require.Len(t, res.Unreadable, 1)
 	require.Equal(t, did, res.Unreadable[0].ID)
-	require.Contains(t, res.Unreadable[0].Reason, "webhook")
+	require.Contains(t, res.Unreadable[0].Reason, "subagent_result")
 	require.Equal(t, 0, res.Resealed[rekey.OutboxSealed])
 }
