@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -344,7 +345,7 @@ func TestPurgeRefusals(t *testing.T) {
 		d   outbox.Claimed
 		msg string
 	}{
-		"not JSON": {d: withPayload(t, d, "not a purge"), msg: "not a namespace purge"},
+		"not JSON":     {d: withPayload(t, d, "not a purge"), msg: "not a namespace purge"},
 		"no workspace": {d: func() outbox.Claimed { c := d; c.WorkspaceID = ""; return c }(), msg: "names no workspace"},
 		"a namespace svc did not make": {
 			d: withPayload(t, d, memory.PurgePayload{ProviderID: p.ID, Namespace: "customer-data", MemoryID: m.ID}), msg: "svc purges only the namespaces it made",
@@ -379,4 +380,34 @@ func TestPurgeRefusals(t *testing.T) {
 	requireDelivered(t, b.purger.Deliver(t.Context(), d), http.StatusOK)
 	require.False(t, b.srv.HasNamespace(pl.Namespace))
 	require.True(t, b.srv.HasNamespace(liveNS))
+}
+
+// TestPurgeGoesThroughTheEndpointPolicy: a turbopuffer provider without a
+// base URL is purged at https://{region}.turbopuffer.com, and the policy
+// refuses the private address that name resolves to at dial time.
+func TestPurgeGoesThroughTheEndpointPolicy(t *testing.T) {
+	t.Parallel()
+	b := setupPurge(t, "turbopuffer")
+	p, err := b.providers.Create(t.Context(), b.caller, types.KindMemory, provider.CreateInput{
+		Type: "turbopuffer", Name: "regional", Config: map[string]any{"region": "aws-eu-central-1"},
+		Credential: map[string]any{"api_key": vendorKey},
+	})
+	require.NoError(t, err)
+	m, err := b.memories.Create(t.Context(), b.caller, memory.CreateInput{Name: "notes", Kind: memory.KindRecord, ProviderID: &p.ID})
+	require.NoError(t, err)
+	d := b.deleteMemory(t, m)
+
+	resolver := &privateResolver{}
+	purger := memory.NewPurger(b.pool, b.ring, b.reg, &endpoint.Policy{Resolver: resolver}, purgeTimeout)
+	requireFailed(t, purger.Deliver(t.Context(), d), 0, "the deployment's endpoint policy refuses this address")
+	require.Equal(t, "aws-eu-central-1.turbopuffer.com", resolver.asked.Load())
+}
+
+// privateResolver answers every name with a private address and records the
+// last name asked.
+type privateResolver struct{ asked atomic.Value }
+
+func (r *privateResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.asked.Store(host)
+	return []netip.Addr{netip.MustParseAddr("10.1.2.3")}, nil
 }
