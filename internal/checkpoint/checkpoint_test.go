@@ -25,7 +25,7 @@ import (
 
 func runID() string { return "run_" + strings.TrimPrefix(id.New("x"), "x_") }
 
-func mustKey(t *testing.T, ws, run, name string) string {
+func mustKey(t testing.TB, ws, run, name string) string {
 	t.Helper()
 	k, err := checkpoint.Key(ws, run, name)
 	require.NoError(t, err)
@@ -355,4 +355,44 @@ func (s *blockingStore) Delete(ctx context.Context, _ string) error {
 	close(s.entered)
 	<-ctx.Done()
 	return ctx.Err()
+}
+
+// BenchmarkCleaner measures one delivery of MaxCleanupKeys existing
+// checkpoints on each store (docs/performance.md).
+func BenchmarkCleaner(b *testing.B) {
+	for name, open := range map[string]func(testing.TB) objectstore.Store{
+		"file": func(tb testing.TB) objectstore.Store {
+			s, err := objectstore.OpenFile(filepath.Join(tb.TempDir(), "objects"))
+			require.NoError(tb, err)
+			return s
+		},
+		"s3": func(tb testing.TB) objectstore.Store {
+			s, err := objectstore.OpenS3(objectstoretest.S3Config(tb))
+			require.NoError(tb, err)
+			return s
+		},
+	} {
+		b.Run(name, func(b *testing.B) {
+			store := open(b)
+			ws, run := id.New(id.Workspace), runID()
+			keys := make([]string, checkpoint.MaxCleanupKeys)
+			for i := range keys {
+				keys[i] = mustKey(b, ws, run, fmt.Sprintf("%06d", i))
+			}
+			raw, err := json.Marshal(checkpoint.CleanupPayload{Keys: keys})
+			require.NoError(b, err)
+			d := outbox.Claimed{ID: id.New(id.Delivery), Kind: outbox.KindCheckpointCleanup, WorkspaceID: ws, Payload: raw, Attempt: 1}
+			cleaner := checkpoint.NewCleaner(store)
+			for b.Loop() {
+				b.StopTimer()
+				for _, k := range keys {
+					_, err := store.Put(b.Context(), k, strings.NewReader("checkpoint"), -1, objectstore.PutOptions{})
+					require.NoError(b, err)
+				}
+				b.StartTimer()
+				out := cleaner.Deliver(b.Context(), d)
+				require.NoError(b, out.Err)
+			}
+		})
+	}
 }
