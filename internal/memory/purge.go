@@ -148,9 +148,11 @@ func (p *Purger) send(ctx context.Context, t probe.Target, namespace string) out
 		return outbox.Failed(fmt.Errorf("purge namespace %s: %s", namespace, probe.DescribeCallError(err, p.timeout)))
 	}
 	defer func() { _ = resp.Body.Close() }()
+	// Only a 404's body matters (is it the vendor's error?); a 404 whose body
+	// cannot be read is not known to be one, and fails.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPurgeAnswer))
-	if err != nil && resp.StatusCode == http.StatusNotFound {
-		return outbox.Failed(fmt.Errorf("purge namespace %s: %s", namespace, probe.DescribeCallError(err, p.timeout)))
+	if err != nil {
+		body = nil
 	}
 	out := purgeOutcome(t, resp.StatusCode, body)
 	if out.Err != nil {
