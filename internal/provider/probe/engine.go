@@ -14,7 +14,7 @@ import (
 // version) to a container engine. The ping creates nothing (specification 4.2,
 // rule 4). The engine answers "OK" with an Api-Version header.
 func (p *Prober) enginePing(ctx context.Context, t Target) Result {
-	vars := templateVars(t)
+	vars := templateVars(t, nil)
 	tlsConfig, err := engineTLS(t.Credential)
 	if err != nil {
 		return failed(err.Error())

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -99,47 +100,30 @@ func (p *Prober) Probe(ctx context.Context, t Target) Result {
 // httpProbe sends the type's declared request.
 func (p *Prober) httpProbe(ctx context.Context, t Target) Result {
 	r := t.Type.Request
-	vars := templateVars(t)
-	base, ok := baseURL(r, vars)
-	if !ok {
+	ns := map[string]string{"namespace": NamespacePrefix + strings.TrimPrefix(id.New("x"), "x_")}
+	req, err := VendorRequest(ctx, t, http.MethodGet, r.Path, ns)
+	switch {
+	case errors.Is(err, ErrNoBaseURL):
 		return failed("the provider has no base URL configured")
+	case err != nil:
+		return failed("the configured base URL is not a valid URL")
 	}
-	target := strings.TrimSuffix(base, "/") + expand(r.Path, vars, url.PathEscape)
 	if len(r.Query) > 0 {
+		vars := templateVars(t, ns)
 		q := url.Values{}
 		for k, v := range r.Query {
 			if v = expand(v, vars, nil); v != "" {
 				q.Set(k, v)
 			}
 		}
-		target += "?" + q.Encode()
+		req.URL.RawQuery = q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return failed("the configured base URL is not a valid URL")
-	}
-	// Extra headers first, so that the type's own headers and the credential
-	// win over a header of the same name.
-	for k, v := range t.ExtraHeaders {
-		req.Header.Set(k, v)
-	}
-	for k, v := range r.Headers {
-		if v = expand(v, vars, nil); v != "" {
-			req.Header.Set(k, v)
-		}
-	}
-	hasKey := false
-	if key, ok := t.Credential["api_key"].(string); ok && key != "" && r.AuthHeader != "" {
-		req.Header.Set(r.AuthHeader, r.AuthPrefix+key)
-		hasKey = true
-	}
-	req.Header.Set("Accept", "application/json")
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return callFailed(err, p.timeout)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if res, done := statusFailure(t.Type, resp.StatusCode, hasKey); done {
+	if res, done := statusFailure(t.Type, resp.StatusCode, SendsKey(t)); done {
 		return res
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
@@ -152,9 +136,66 @@ func (p *Prober) httpProbe(ctx context.Context, t Target) Result {
 	return Result{Outcome: Succeeded}
 }
 
-// templateVars are the values of the request's placeholders: the config's
-// string members, their schema defaults when left out, and the namespace.
-func templateVars(t Target) map[string]string {
+// Errors of VendorRequest.
+var (
+	// ErrNoBaseURL: the config names no base URL and the type has no fallback.
+	ErrNoBaseURL = errors.New("the provider has no base URL configured")
+	// ErrBadBaseURL: the base URL does not make a valid request URL.
+	ErrBadBaseURL = errors.New("the configured base URL is not a valid URL")
+)
+
+// VendorRequest builds a request to the vendor of an HTTP-probed type as the
+// probe builds its own, for other code that calls the vendor with a
+// provider's stored configuration (the outbox's namespace purge): the URL is
+// the type's base URL (the config's Request.Base member, its schema default,
+// else Request.Fallback) followed by path; the headers are the target's extra
+// headers, then the type's Request.Headers, then the credential's api_key in
+// Request.AuthHeader, and Accept: application/json. {name} placeholders in
+// path take values from vars, then the config's string members; in path they
+// are path-escaped. Send it with a client of the endpoint policy. The type
+// must declare a Request.
+func VendorRequest(ctx context.Context, t Target, method, path string, vars map[string]string) (*http.Request, error) {
+	r := t.Type.Request
+	if r == nil {
+		return nil, fmt.Errorf("provider type %s declares no HTTP request", t.Type.ID)
+	}
+	all := templateVars(t, vars)
+	base, ok := baseURL(r, all)
+	if !ok {
+		return nil, ErrNoBaseURL
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+expand(path, all, url.PathEscape), nil)
+	if err != nil {
+		return nil, ErrBadBaseURL
+	}
+	// Extra headers first, so that the type's own headers and the credential
+	// win over a header of the same name.
+	for k, v := range t.ExtraHeaders {
+		req.Header.Set(k, v)
+	}
+	for k, v := range r.Headers {
+		if v = expand(v, all, nil); v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	if SendsKey(t) {
+		req.Header.Set(r.AuthHeader, r.AuthPrefix+t.Credential["api_key"].(string))
+	}
+	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
+// SendsKey reports whether requests to the target carry a credential: one is
+// stored and the type declares the header it goes in.
+func SendsKey(t Target) bool {
+	key, ok := t.Credential["api_key"].(string)
+	return ok && key != "" && t.Type.Request != nil && t.Type.Request.AuthHeader != ""
+}
+
+// templateVars are the values of a request's placeholders: the config's
+// string members, their schema defaults when left out, and extra (the
+// namespace), which wins.
+func templateVars(t Target, extra map[string]string) map[string]string {
 	vars := map[string]string{}
 	for name, def := range t.Type.Config.Defaults() {
 		if s, ok := def.(string); ok {
@@ -166,7 +207,7 @@ func templateVars(t Target) map[string]string {
 			vars[name] = s
 		}
 	}
-	vars["namespace"] = NamespacePrefix + strings.TrimPrefix(id.New("x"), "x_")
+	maps.Copy(vars, extra)
 	return vars
 }
 

@@ -69,6 +69,21 @@ func TestEveryProbedTypeHasAVendorStandIn(t *testing.T) {
 	require.Len(t, probed, 16+1+2, "16 model types, the connector and both memory types send a request")
 }
 
+// TestEveryMemoryTypeHasANamespaceDeleteStandIn keeps the stand-ins in step
+// with the memory types, whose namespace delete the outbox's purge sends
+// (internal/memory/purge_test.go drives it against them).
+func TestEveryMemoryTypeHasANamespaceDeleteStandIn(t *testing.T) {
+	t.Parallel()
+	memoryTypes := registry(t).List(types.KindMemory)
+	require.NotEmpty(t, memoryTypes)
+	for _, typ := range memoryTypes {
+		v, ok := vendortest.VendorFor(typ.ID)
+		require.True(t, ok, typ.ID)
+		require.NotEmpty(t, v.NamespaceDelete, typ.ID)
+		require.NotEmpty(t, typ.NamespaceDelete, typ.ID)
+	}
+}
+
 func TestProbeSpeaksEachVendorsProtocol(t *testing.T) {
 	t.Parallel()
 	for _, v := range vendortest.Vendors() {

@@ -2,7 +2,9 @@ package types
 
 // pinecone is a Pinecone index; each memory is a namespace in it. Probe: list
 // one page of vector ids in a namespace no memory uses (GET
-// {index_host}/vectors/list).
+// {index_host}/vectors/list). A deleted memory's namespace is deleted with
+// DELETE {index_host}/namespaces/{namespace} (data plane API 2025-04, serverless
+// indexes, as the probe's list is).
 func pinecone() Type {
 	return Type{
 		ID: "pinecone", DisplayName: "Pinecone", Kind: KindMemory,
@@ -18,5 +20,6 @@ func pinecone() Type {
 			Headers:    map[string]string{"X-Pinecone-API-Version": "2025-04"},
 			AuthHeader: "Api-Key", Expect: "namespace",
 		},
+		NamespaceDelete: "/namespaces/{namespace}",
 	}
 }

@@ -2,7 +2,9 @@ package types
 
 // turbopuffer is turbopuffer; each memory is a namespace. Probe: list one page
 // of the namespaces whose names start with a namespace no memory uses (GET
-// {base_url}/v1/namespaces?prefix=...).
+// {base_url}/v1/namespaces?prefix=...). A deleted memory's namespace is deleted
+// with DELETE {base_url}/v2/namespaces/{namespace}, turbopuffer's current
+// delete (listing namespaces is still v1 in the same API).
 func turbopuffer() Type {
 	return Type{
 		ID: "turbopuffer", DisplayName: "turbopuffer", Kind: KindMemory,
@@ -19,5 +21,6 @@ func turbopuffer() Type {
 			Path: "/v1/namespaces", Query: map[string]string{"prefix": "{namespace}", "page_size": "1"},
 			AuthHeader: "Authorization", AuthPrefix: "Bearer ", Expect: "namespaces",
 		},
+		NamespaceDelete: "/v2/namespaces/{namespace}",
 	}
 }

@@ -155,6 +155,12 @@ type Type struct {
 	// Request is the probe's request for authenticated_read and namespace_page
 	// probes; nil for the others.
 	Request *ProbeRequest
+	// NamespaceDelete is the path, below Request's base URL, of the vendor's
+	// request that deletes a namespace with every record in it (sent as
+	// DELETE, with Request's headers and credential; {namespace} is the
+	// path-escaped namespace). Set on memory types only: the outbox's
+	// memory_namespace_purge sends it when a record memory is deleted.
+	NamespaceDelete string
 
 	// APIs is set on model types only.
 	APIs []API
@@ -256,6 +262,10 @@ func (t Type) check() error {
 		return fmt.Errorf("provider type %q: environment types, and only they, describe environments", t.ID)
 	case (t.Kind == KindConnector) != (t.Connector != nil):
 		return fmt.Errorf("provider type %q: connector types, and only they, describe connections", t.ID)
+	case (t.Kind == KindMemory) != (t.NamespaceDelete != ""):
+		return fmt.Errorf("provider type %q: memory types, and only they, declare their namespace delete", t.ID)
+	case t.NamespaceDelete != "" && (t.Request == nil || !strings.Contains(t.NamespaceDelete, "{namespace}")):
+		return fmt.Errorf("provider type %q: a namespace delete needs the probe's request and a {namespace} in its path", t.ID)
 	}
 	return nil
 }

@@ -2,9 +2,10 @@
 // svc probes. Each speaks its vendor's real wire protocol for the probe's
 // request: the request path and query, the authentication header and scheme,
 // the version headers the vendor requires, and the vendor's answer and error
-// shapes (taken from the vendors' API references). A request that departs from
-// the protocol is answered as the vendor would (404 or 400) and recorded, so a
-// test can say exactly what was wrong. For tests only.
+// shapes (taken from the vendors' API references). Memory vendors also hold
+// namespaces and serve their namespace delete (see namespace.go). A request
+// that departs from the protocol is answered as the vendor would (404 or 400)
+// and recorded, so a test can say exactly what was wrong. For tests only.
 package vendortest
 
 import (
@@ -41,6 +42,14 @@ type Vendor struct {
 	RefusedBody string
 	// Config is the rest of a provider config the test needs.
 	Config map[string]any
+	// NamespaceDelete is the path, below the base URL, of the vendor's
+	// namespace delete (DELETE, no query, no body; the probe's Headers and
+	// auth apply), with {namespace}; empty for vendors without namespaces.
+	// Deleted answers the delete of a namespace that exists (200), and
+	// NamespaceMissing (with {namespace}) one that does not (404).
+	NamespaceDelete  string
+	Deleted          string
+	NamespaceMissing string
 }
 
 // Server is a running vendor stand-in.
@@ -50,15 +59,17 @@ type Server struct {
 	// Key is the credential the server accepts.
 	Key string
 
-	mu       sync.Mutex
-	problems []string
-	requests []*http.Request
+	mu         sync.Mutex
+	problems   []string
+	requests   []*http.Request
+	namespaces map[string]bool
+	faults     []fault
 }
 
 // Start serves v until the test ends, accepting key.
 func Start(t testing.TB, v Vendor, key string) *Server {
 	t.Helper()
-	s := &Server{Vendor: v, Key: key}
+	s := &Server{Vendor: v, Key: key, namespaces: map[string]bool{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -96,6 +107,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, r.Clone(r.Context()))
 	s.mu.Unlock()
 	v := s.Vendor
+	if r.Method == http.MethodDelete && v.NamespaceDelete != "" {
+		s.serveNamespaceDelete(w, r)
+		return
+	}
 	if r.Method != http.MethodGet || r.URL.Path != v.BasePath+v.Path {
 		s.problem(w, http.StatusNotFound, "request %s %s, want GET %s", r.Method, r.URL.Path, v.BasePath+v.Path)
 		return
@@ -113,14 +128,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if v.AuthHeader != "" && r.Header.Get(v.AuthHeader) != v.AuthPrefix+s.Key {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(v.Refused)
-		_, _ = fmt.Fprint(w, strings.ReplaceAll(v.RefusedBody, "{key}", r.Header.Get(v.AuthHeader)))
+	if !s.authorized(w, r) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = fmt.Fprint(w, v.OK)
+}
+
+// authorized answers a request without the accepted key as the vendor does
+// and reports whether the key was right.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	v := s.Vendor
+	if v.AuthHeader == "" || r.Header.Get(v.AuthHeader) == v.AuthPrefix+s.Key {
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(v.Refused)
+	_, _ = fmt.Fprint(w, strings.ReplaceAll(v.RefusedBody, "{key}", r.Header.Get(v.AuthHeader)))
+	return false
 }
 
 func (s *Server) problem(w http.ResponseWriter, status int, format string, args ...any) {
@@ -155,6 +180,17 @@ func openAIStyle(typ, basePath string) Vendor {
 		AuthHeader: "Authorization", AuthPrefix: "Bearer ",
 		OK: openAIList, Refused: http.StatusUnauthorized, RefusedBody: openAIRefused,
 	}
+}
+
+// VendorFor returns the protocol of the type typ, and false when no stand-in
+// serves it.
+func VendorFor(typ string) (Vendor, bool) {
+	for _, v := range Vendors() {
+		if v.Type == typ {
+			return v, true
+		}
+	}
+	return Vendor{}, false
 }
 
 // Vendors lists the protocol of every type whose provider test sends a request.
@@ -234,6 +270,9 @@ func Vendors() []Vendor {
 			RefusedBody: `{"error":{"message":"Invalid API key","code":10401,"slug":"Auth_InvalidApiKey","status":401,"request_id":"req_test"}}`,
 		},
 		{
+			// Data plane API 2025-04: DELETE /namespaces/{namespace} answers
+			// 200 with an empty DeleteResponse; errors are rpcStatus objects
+			// (gRPC code 5 is NOT_FOUND).
 			Type: "pinecone", BaseMember: "index_host", Path: "/vectors/list",
 			Query:      map[string]string{"namespace": "svc-probe-*", "limit": "1"},
 			Headers:    map[string]string{"X-Pinecone-API-Version": "2025-04"},
@@ -242,15 +281,23 @@ func Vendors() []Vendor {
 			Refused:    http.StatusUnauthorized,
 			RefusedBody: `{"error":{"code":"UNAUTHENTICATED","message":"Invalid API Key"},` +
 				`"status":401}`,
+			NamespaceDelete:  "/namespaces/{namespace}",
+			Deleted:          `{}`,
+			NamespaceMissing: `{"code":5,"message":"Namespace not found","details":[]}`,
 		},
 		{
+			// DELETE /v2/namespaces/:namespace answers 200 {"status":"OK"};
+			// errors are {"status":"error","error":"..."}.
 			Type: "turbopuffer", BaseMember: "base_url", Path: "/v1/namespaces",
 			Query:      map[string]string{"prefix": "svc-probe-*", "page_size": "1"},
 			AuthHeader: "Authorization", AuthPrefix: "Bearer ",
-			OK:          `{"namespaces":[]}`,
-			Refused:     http.StatusUnauthorized,
-			RefusedBody: `{"status":"error","error":"unauthorized: invalid API key"}`,
-			Config:      map[string]any{"region": "gcp-us-central1"},
+			OK:               `{"namespaces":[]}`,
+			Refused:          http.StatusUnauthorized,
+			RefusedBody:      `{"status":"error","error":"unauthorized: invalid API key"}`,
+			Config:           map[string]any{"region": "gcp-us-central1"},
+			NamespaceDelete:  "/v2/namespaces/{namespace}",
+			Deleted:          `{"status":"OK"}`,
+			NamespaceMissing: `{"status":"error","error":"namespace '{namespace}' was not found"}`,
 		},
 	}
 }

@@ -1,0 +1,59 @@
+// Package checkpoint names run checkpoints in the object store and cleans up
+// the ones a newer checkpoint replaced.
+//
+// A checkpoint object's key is
+//
+//	ws/<workspace_id>/runs/<run_id>/checkpoints/<name>
+//
+// (Key builds it; <name> is one key segment of the runs issue's choosing).
+// When a run writes a checkpoint that replaces older ones, it calls
+// EnqueueCleanup in the same transaction that records the new checkpoint; the
+// outbox then deletes the replaced objects at least once (Cleaner, kind
+// checkpoint_cleanup). The cleaner deletes nothing but checkpoint keys of the
+// delivery's own workspace, so a corrupt outbox row cannot delete an asset, a
+// skill package or another workspace's objects
+// (docs/decisions/0024-namespace-purge-and-checkpoint-cleanup.md).
+package checkpoint
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/svcdev/svc/internal/objectstore"
+)
+
+// runIDPattern is a run id: DESIGN's run_ prefix and a lowercase ULID.
+var runIDPattern = regexp.MustCompile(`^run_[0-9a-z]{26}$`)
+
+// Key returns the object key of the checkpoint name of run runID in workspace
+// workspaceID. It fails when the result is not a checkpoint key: a run id of
+// another shape, or a name that is not one key segment.
+func Key(workspaceID, runID, name string) (string, error) {
+	key, err := objectstore.Key(workspaceID, "runs", runID, "checkpoints", name)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint key: %w", err)
+	}
+	if err := CheckKey(workspaceID, key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// CheckKey accepts exactly the checkpoint keys of workspace workspaceID, as
+// Key makes them. Everything else fails, naming the key.
+func CheckKey(workspaceID, key string) error {
+	if err := objectstore.ValidateKey(key); err != nil {
+		return fmt.Errorf("%q is not a checkpoint key: %w", key, err)
+	}
+	parts := strings.Split(key, "/")
+	switch {
+	case len(parts) != 6 || parts[2] != "runs" || parts[4] != "checkpoints":
+		return fmt.Errorf("%q is not a checkpoint key: want ws/<workspace_id>/runs/<run_id>/checkpoints/<name>", key)
+	case workspaceID == "" || parts[1] != workspaceID:
+		return fmt.Errorf("%q is not a checkpoint key of workspace %q", key, workspaceID)
+	case !runIDPattern.MatchString(parts[3]):
+		return fmt.Errorf("%q is not a checkpoint key: %q is not a run id", key, parts[3])
+	}
+	return nil
+}
