@@ -18,6 +18,7 @@ import (
 	"github.com/svcdev/svc/internal/asset"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/buildinfo"
+	"github.com/svcdev/svc/internal/checkpoint"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/credential"
@@ -27,6 +28,7 @@ import (
 	"github.com/svcdev/svc/internal/httpapi"
 	"github.com/svcdev/svc/internal/idempotency"
 	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/outbox"
@@ -68,6 +70,8 @@ type App struct {
 	metricsSrv *http.Server
 	metricsLn  net.Listener
 	serveErr   chan error
+	// policy guards every outbound call (webhooks, vendors).
+	policy *endpoint.Policy
 }
 
 // New builds a process without starting it. It reads the key ring, which every
@@ -356,6 +360,9 @@ func (a *App) registerSweeps() {
 // registerDeliverers gives the outbox engine a deliverer for each kind this
 // build delivers. subagent_result deliveries wait for the runs engine.
 func (a *App) registerDeliverers() {
+	vendorTimeout := time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second
+	a.Outbox.Register(outbox.KindMemoryNamespacePurge, memory.NewPurger(a.Pool, a.Keyring, a.Types, a.policy, vendorTimeout))
+	a.Outbox.Register(outbox.KindCheckpointCleanup, checkpoint.NewCleaner(a.Store))
 }
 
 // buildConnections builds the installed provider types and the connection
@@ -373,6 +380,7 @@ func (a *App) buildConnections() error {
 	}
 	timeout := time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second
 	a.Types = reg
+	a.policy = policy
 	a.Connections = connection.NewService(a.Pool, a.Keyring, reg, connection.NewVendors(policy, timeout),
 		connection.Options{Owner: a.ReplicaID, Timeout: timeout, Log: a.log})
 	return nil
