@@ -28,6 +28,7 @@ import (
 	"github.com/svcdev/svc/internal/httpapi"
 	"github.com/svcdev/svc/internal/idempotency"
 	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/mail"
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/objectstore"
@@ -122,7 +123,10 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 	a.Health.Tasks = a.Supervisor
 	a.Sweeps = sweep.NewRunner(pool, a.ReplicaID, log, a.Metrics)
 	a.Outbox = outbox.NewEngine(pool, cfg.Outbox, a.ReplicaID, log, outbox.NewMetrics(a.Metrics.Registry))
-	a.registerDeliverers()
+	if err := a.registerDeliverers(); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	a.registerSweeps()
 	return a, nil
 }
@@ -359,10 +363,16 @@ func (a *App) registerSweeps() {
 
 // registerDeliverers gives the outbox engine a deliverer for each kind this
 // build delivers. subagent_result deliveries wait for the runs engine.
-func (a *App) registerDeliverers() {
+func (a *App) registerDeliverers() error {
+	mailer, err := mail.NewDeliverer(a.cfg.Mail, a.Keyring, a.log)
+	if err != nil {
+		return err
+	}
+	a.Outbox.Register(outbox.KindIdentityMail, mailer)
 	vendorTimeout := time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second
 	a.Outbox.Register(outbox.KindMemoryNamespacePurge, memory.NewPurger(a.Pool, a.Keyring, a.Types, a.policy, vendorTimeout))
 	a.Outbox.Register(outbox.KindCheckpointCleanup, checkpoint.NewCleaner(a.Store))
+	return nil
 }
 
 // buildConnections builds the installed provider types and the connection
