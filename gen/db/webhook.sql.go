@@ -134,25 +134,83 @@ func (q *Queries) WebhookDeliveryGetForUpdate(ctx context.Context, db DBTX, arg 
 
 const webhookDeliveryList = `-- name: WebhookDeliveryList :many
 SELECT id, kind, workspace_id, payload, sealed, status, attempts, next_attempt_at, lease_until, last_error, created_at, settled_at, attempt_number, subscription_id, event_type FROM outbox
-WHERE workspace_id = $1 AND subscription_id = $2 AND kind = 'webhook'
-  AND id < $3 AND ($4::text IS NULL OR status = $4::text)
+WHERE workspace_id = $1 AND subscription_id = $2 AND kind = 'webhook' AND id < $3
 ORDER BY id DESC
-LIMIT $5
+LIMIT $4
 `
 
 type WebhookDeliveryListParams struct {
 	WorkspaceID    *string `json:"workspace_id"`
 	SubscriptionID *string `json:"subscription_id"`
 	AfterID        string  `json:"after_id"`
-	Status         *string `json:"status"`
 	PageLimit      int32   `json:"page_limit"`
 }
 
 // WebhookDeliveryList lists a subscription's deliveries newest first (ids
-// sort by creation), optionally of one status, on the outbox's
-// (subscription_id, id DESC) index.
+// sort by creation) on the outbox's (subscription_id, id DESC) index.
 func (q *Queries) WebhookDeliveryList(ctx context.Context, db DBTX, arg WebhookDeliveryListParams) ([]Outbox, error) {
 	rows, err := db.Query(ctx, webhookDeliveryList,
+		arg.WorkspaceID,
+		arg.SubscriptionID,
+		arg.AfterID,
+		arg.PageLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Outbox{}
+	for rows.Next() {
+		var i Outbox
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.WorkspaceID,
+			&i.Payload,
+			&i.Sealed,
+			&i.Status,
+			&i.Attempts,
+			&i.NextAttemptAt,
+			&i.LeaseUntil,
+			&i.LastError,
+			&i.CreatedAt,
+			&i.SettledAt,
+			&i.AttemptNumber,
+			&i.SubscriptionID,
+			&i.EventType,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookDeliveryListByStatus = `-- name: WebhookDeliveryListByStatus :many
+SELECT id, kind, workspace_id, payload, sealed, status, attempts, next_attempt_at, lease_until, last_error, created_at, settled_at, attempt_number, subscription_id, event_type FROM outbox
+WHERE workspace_id = $1 AND subscription_id = $2 AND kind = 'webhook' AND id < $3
+  AND status = $4
+ORDER BY id DESC
+LIMIT $5
+`
+
+type WebhookDeliveryListByStatusParams struct {
+	WorkspaceID    *string `json:"workspace_id"`
+	SubscriptionID *string `json:"subscription_id"`
+	AfterID        string  `json:"after_id"`
+	Status         string  `json:"status"`
+	PageLimit      int32   `json:"page_limit"`
+}
+
+// WebhookDeliveryListByStatus lists a subscription's deliveries of one status,
+// newest first. Dead and cancelled ones come from their partial index
+// (outbox_subscription_failed_idx), which the planner can use only when it
+// sees the status: run it with custom plans (WebhookDeliveryListPlanCustom).
+func (q *Queries) WebhookDeliveryListByStatus(ctx context.Context, db DBTX, arg WebhookDeliveryListByStatusParams) ([]Outbox, error) {
+	rows, err := db.Query(ctx, webhookDeliveryListByStatus,
 		arg.WorkspaceID,
 		arg.SubscriptionID,
 		arg.AfterID,
@@ -191,6 +249,16 @@ func (q *Queries) WebhookDeliveryList(ctx context.Context, db DBTX, arg WebhookD
 		return nil, err
 	}
 	return items, nil
+}
+
+const webhookDeliveryListPlanCustom = `-- name: WebhookDeliveryListPlanCustom :exec
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
+`
+
+// Plans the transaction's statements for their actual parameters.
+func (q *Queries) WebhookDeliveryListPlanCustom(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, webhookDeliveryListPlanCustom)
+	return err
 }
 
 const webhookDeliveryRedeliver = `-- name: WebhookDeliveryRedeliver :one

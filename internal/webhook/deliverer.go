@@ -47,6 +47,7 @@ type Option func(*options)
 type options struct {
 	connectTimeout time.Duration
 	timeout        time.Duration
+	cacheTTL       time.Duration
 }
 
 // WithConnectTimeout bounds connecting to an endpoint (DefaultConnectTimeout).
@@ -59,6 +60,16 @@ func WithTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = d }
 }
 
+// WithSubscriptionCache keeps what a delivery needs of its subscription (url,
+// enabled flag, opened secret) in memory for up to ttl, saving a database
+// read per delivery. The price is staleness: for up to ttl after a change, a
+// delivery may still go to the old url, be signed with the rotated-out
+// secret, or reach a subscription just disabled or deleted. Off (zero) by
+// default; see docs/decisions/0022-webhooks.md for the measured gain.
+func WithSubscriptionCache(ttl time.Duration) Option {
+	return func(o *options) { o.cacheTTL = ttl }
+}
+
 // Deliverer sends webhook deliveries; it is the outbox.Deliverer of kind
 // webhook. It is safe for concurrent use; build one per process and reuse it
 // (it holds the connection pool to receivers).
@@ -68,6 +79,7 @@ type Deliverer struct {
 	ring    *keyring.Ring
 	client  *http.Client
 	timeout time.Duration
+	cache   *subscriptionCache // nil: none
 }
 
 var _ outbox.Deliverer = (*Deliverer)(nil)
@@ -81,7 +93,7 @@ func NewDeliverer(pool *pgxpool.Pool, ring *keyring.Ring, policy *endpoint.Polic
 		opt(&o)
 	}
 	client := policy.HTTPClient(o.timeout, endpoint.FollowRedirects(false), endpoint.WithConnectTimeout(o.connectTimeout))
-	return &Deliverer{pool: pool, q: db.New(), ring: ring, client: client, timeout: o.timeout}
+	return &Deliverer{pool: pool, q: db.New(), ring: ring, client: client, timeout: o.timeout, cache: newSubscriptionCache(o.cacheTTL)}
 }
 
 // Close closes the idle connections to receivers.
@@ -93,32 +105,59 @@ func (d *Deliverer) Close() { d.client.CloseIdleConnections() }
 // the answer. Its errors never hold the secret, an address or the receiver's
 // words beyond the snippet.
 func (d *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) outbox.Outcome {
-	sub, err := d.q.WebhookSubscriptionForDelivery(ctx, d.pool, db.WebhookSubscriptionForDeliveryParams{WorkspaceID: c.WorkspaceID, ID: c.SubscriptionID})
+	tgt, err := d.target(ctx, c)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return outbox.Cancelled(ReasonSubscriptionDeleted)
+	case errors.Is(err, subscription.ErrSecretUnreadable):
+		return outbox.Failed(&safeError{msg: "the signing secret cannot be opened", cause: err})
 	case err != nil:
 		return outbox.Failed(&safeError{msg: "could not read the subscription", cause: err})
-	case !sub.Enabled:
+	case !tgt.enabled:
 		return outbox.Cancelled(ReasonSubscriptionDisabled)
-	}
-	secret, err := subscription.OpenStoredSecret(d.ring, sub.ID, sub.Secret)
-	if err != nil {
-		return outbox.Failed(&safeError{msg: "the signing secret cannot be opened", cause: err})
 	}
 	at := c.ClaimedAt
 	if at.IsZero() {
 		at = time.Now()
 	}
-	signed, err := Sign(secret, c.ID, at, c.Payload)
+	signed, err := Sign(tgt.secret, c.ID, at, c.Payload)
 	if err != nil {
 		return outbox.Failed(&safeError{msg: "the signing secret cannot be used", cause: err})
 	}
-	out := d.post(ctx, sub.Url, signed, c.Payload)
+	out := d.post(ctx, tgt.url, signed, c.Payload)
 	if out.StatusCode == http.StatusGone && out.Err != nil {
-		return d.gone(ctx, c, sub.Url, out)
+		d.cache.forget(c.WorkspaceID, c.SubscriptionID)
+		return d.gone(ctx, c, tgt.url, out)
 	}
 	return out
+}
+
+// target is what a delivery needs of its subscription: where, whether, and
+// the opened signing secret.
+type target struct {
+	url     string
+	enabled bool
+	secret  string
+}
+
+// target reads the subscription of c, from the cache when one is configured
+// and holds it. A deleted subscription is pgx.ErrNoRows.
+func (d *Deliverer) target(ctx context.Context, c outbox.Claimed) (target, error) {
+	if t, ok := d.cache.get(c.WorkspaceID, c.SubscriptionID); ok {
+		return t, nil
+	}
+	sub, err := d.q.WebhookSubscriptionForDelivery(ctx, d.pool, db.WebhookSubscriptionForDeliveryParams{WorkspaceID: c.WorkspaceID, ID: c.SubscriptionID})
+	if err != nil {
+		return target{}, err
+	}
+	t := target{url: sub.Url, enabled: sub.Enabled}
+	if sub.Enabled {
+		if t.secret, err = subscription.OpenStoredSecret(d.ring, sub.ID, sub.Secret); err != nil {
+			return target{}, err
+		}
+	}
+	d.cache.put(c.WorkspaceID, c.SubscriptionID, t)
+	return t, nil
 }
 
 // gone handles a 410 Gone: the subscription is disabled and the delivery is

@@ -18,7 +18,7 @@ import (
 )
 
 // deliverer returns a deliverer under policy, closed after the test.
-func (b *testBundle) deliverer(t *testing.T, policy *endpoint.Policy, opts ...webhook.Option) *webhook.Deliverer {
+func (b *testBundle) deliverer(t testing.TB, policy *endpoint.Policy, opts ...webhook.Option) *webhook.Deliverer {
 	t.Helper()
 	d := webhook.NewDeliverer(b.pool, b.ring, policy, opts...)
 	t.Cleanup(d.Close)
@@ -35,7 +35,7 @@ type hooked struct {
 	d      *webhook.Deliverer
 }
 
-func (b *testBundle) hooked(t *testing.T, opts ...webhook.Option) hooked {
+func (b *testBundle) hooked(t testing.TB, opts ...webhook.Option) hooked {
 	t.Helper()
 	recv := webhooktest.NewReceiver(t)
 	policy := loopback(recv.Port, newResolver())
@@ -45,7 +45,7 @@ func (b *testBundle) hooked(t *testing.T, opts ...webhook.Option) hooked {
 }
 
 // requireSafe checks an outcome's error names no address and no secret.
-func requireSafe(t *testing.T, out outbox.Outcome, secret string) {
+func requireSafe(t testing.TB, out outbox.Outcome, secret string) {
 	t.Helper()
 	if out.Err == nil {
 		return
@@ -337,4 +337,38 @@ func TestDeliverStopped(t *testing.T) {
 	cancel()
 	out := <-done
 	require.ErrorIs(t, out.Err, context.Canceled)
+}
+
+// TestDeliverSubscriptionCache: with the cache, a subscription is read once
+// per ttl (a change shows after it, as documented), and a 410 drops the
+// entry so the disable applies to the next delivery at once.
+func TestDeliverSubscriptionCache(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.hooked(t, webhook.WithSubscriptionCache(time.Hour))
+	moved := webhooktest.NewReceiver(t)
+	ids := b.emit(t, b.admin.WorkspaceID, event("one"))
+	require.NoError(t, h.d.Deliver(t.Context(), b.claimed(t, ids[0])).Err)
+
+	// Within the ttl the cached url is used: the move is not seen yet.
+	_, err := b.pool.Exec(t.Context(), `UPDATE subscription SET url = $2 WHERE id = $1`, h.sub, moved.URL("127.0.0.1", "/"))
+	require.NoError(t, err)
+	ids = b.emit(t, b.admin.WorkspaceID, event("two"))
+	require.NoError(t, h.d.Deliver(t.Context(), b.claimed(t, ids[0])).Err)
+	require.Len(t, h.recv.Requests(), 2)
+	require.Empty(t, moved.Requests())
+	_, err = b.pool.Exec(t.Context(), `UPDATE subscription SET url = $2 WHERE id = $1`, h.sub, h.url)
+	require.NoError(t, err)
+
+	// 410 disables and forgets: the next delivery, claimed before, is then
+	// cancelled unsent rather than sent on the cached "enabled".
+	h.recv.Respond(http.StatusGone, "")
+	gone := b.emit(t, b.admin.WorkspaceID, event("gone"))
+	next := b.emit(t, b.admin.WorkspaceID, event("next"))
+	require.True(t, h.d.Deliver(t.Context(), b.claimed(t, gone[0])).Permanent)
+	enabled, _ := b.subscriptionState(t, h.sub)
+	require.False(t, enabled)
+	out := h.d.Deliver(t.Context(), b.claimed(t, next[0]))
+	require.True(t, out.Cancel, "read again after the 410")
+	require.Len(t, h.recv.Requests(), 3)
 }

@@ -37,7 +37,7 @@ type testBundle struct {
 	caller *auth.Caller
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	pool := testdb.New(t)
 	admin := testfactory.Bootstrap(t, pool)
@@ -54,7 +54,7 @@ func setup(t *testing.T) *testBundle {
 // anywhere is a policy under which every address and the port of rawURL
 // pass: it stands for an operator's earlier, looser policy, so that
 // subscriptions to addresses the policy under test refuses can exist.
-func anywhere(t *testing.T, rawURL string, r endpoint.Resolver) *endpoint.Policy {
+func anywhere(t testing.TB, rawURL string, r endpoint.Resolver) *endpoint.Policy {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	require.NoError(t, err)
@@ -89,12 +89,12 @@ func prefixes(list ...string) []netip.Prefix {
 
 // subscribe creates a subscription of the workspace to rawURL for types,
 // saved under policy (anywhere when nil), and returns its id and secret.
-func (b *testBundle) subscribe(t *testing.T, policy *endpoint.Policy, rawURL string, types ...string) (string, string) {
+func (b *testBundle) subscribe(t testing.TB, policy *endpoint.Policy, rawURL string, types ...string) (string, string) {
 	t.Helper()
 	return b.subscribeAs(t, b.caller, policy, rawURL, types...)
 }
 
-func (b *testBundle) subscribeAs(t *testing.T, c *auth.Caller, policy *endpoint.Policy, rawURL string, types ...string) (string, string) {
+func (b *testBundle) subscribeAs(t testing.TB, c *auth.Caller, policy *endpoint.Policy, rawURL string, types ...string) (string, string) {
 	t.Helper()
 	if policy == nil {
 		policy = anywhere(t, rawURL, newResolver())
@@ -106,7 +106,7 @@ func (b *testBundle) subscribeAs(t *testing.T, c *auth.Caller, policy *endpoint.
 
 // emit emits e in a transaction of its own and returns the ids of the
 // deliveries it wrote, oldest first.
-func (b *testBundle) emit(t *testing.T, workspaceID string, e webhook.Event) []string {
+func (b *testBundle) emit(t testing.TB, workspaceID string, e webhook.Event) []string {
 	t.Helper()
 	since := b.deliveryIDs(t, workspaceID)
 	require.NoError(t, dbx.WithTx(t.Context(), b.pool, func(ctx context.Context, tx pgx.Tx) error {
@@ -131,7 +131,7 @@ func contains(list []string, s string) bool {
 }
 
 // deliveryIDs lists the webhook deliveries of a workspace, oldest first.
-func (b *testBundle) deliveryIDs(t *testing.T, workspaceID string) []string {
+func (b *testBundle) deliveryIDs(t testing.TB, workspaceID string) []string {
 	t.Helper()
 	rows, err := b.pool.Query(t.Context(), `SELECT id FROM outbox WHERE kind = 'webhook' AND workspace_id = $1 ORDER BY id`, workspaceID)
 	require.NoError(t, err)
@@ -142,7 +142,7 @@ func (b *testBundle) deliveryIDs(t *testing.T, workspaceID string) []string {
 
 // claimed builds the claim of a delivery as the engine hands it over, with
 // the database's time as the claim's.
-func (b *testBundle) claimed(t *testing.T, deliveryID string) outbox.Claimed {
+func (b *testBundle) claimed(t testing.TB, deliveryID string) outbox.Claimed {
 	t.Helper()
 	var c outbox.Claimed
 	var ws, sub, event *string
@@ -159,7 +159,7 @@ func event(name string) webhook.Event {
 }
 
 // subscriptionState reads a subscription's enabled flag and version.
-func (b *testBundle) subscriptionState(t *testing.T, subID string) (bool, int32) {
+func (b *testBundle) subscriptionState(t testing.TB, subID string) (bool, int32) {
 	t.Helper()
 	var enabled bool
 	var version int32
@@ -168,7 +168,7 @@ func (b *testBundle) subscriptionState(t *testing.T, subID string) (bool, int32)
 }
 
 // payloadOf reads a delivery's stored payload.
-func (b *testBundle) payloadOf(t *testing.T, deliveryID string) map[string]any {
+func (b *testBundle) payloadOf(t testing.TB, deliveryID string) map[string]any {
 	t.Helper()
 	var raw []byte
 	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT payload FROM outbox WHERE id = $1`, deliveryID).Scan(&raw))
@@ -223,7 +223,7 @@ func (r *fakeResolver) LookupNetIP(ctx context.Context, _, host string) ([]netip
 }
 
 // waitCtx is a generous deadline for what a test awaits.
-func waitCtx(t *testing.T) context.Context {
+func waitCtx(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -109,11 +109,9 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 		return Page{}, dbx.Translate(err, "subscription")
 	}
 	n := resource.Limit(in.Limit)
-	rows, err := s.q.WebhookDeliveryList(ctx, s.pool, db.WebhookDeliveryListParams{
-		WorkspaceID: &c.WorkspaceID, SubscriptionID: &in.SubscriptionID, AfterID: after, Status: in.Status, PageLimit: int32(n),
-	})
+	rows, err := s.list(ctx, c.WorkspaceID, in.SubscriptionID, in.Status, after, n)
 	if err != nil {
-		return Page{}, dbx.Translate(err, "delivery")
+		return Page{}, err
 	}
 	out := Page{Items: make([]Delivery, 0, len(rows))}
 	for _, r := range rows {
@@ -123,6 +121,26 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
 	}
 	return out, nil
+}
+
+// list reads one page of a subscription's deliveries, of one status when
+// status is set.
+func (s *Service) list(ctx context.Context, workspaceID, subID string, status *string, after string, n int) ([]db.Outbox, error) {
+	if status == nil {
+		rows, err := s.q.WebhookDeliveryList(ctx, s.pool, db.WebhookDeliveryListParams{
+			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, PageLimit: int32(n),
+		})
+		return rows, dbx.Translate(err, "delivery")
+	}
+	return dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) ([]db.Outbox, error) {
+		if err := s.q.WebhookDeliveryListPlanCustom(ctx, tx); err != nil {
+			return nil, dbx.Translate(err, "")
+		}
+		rows, err := s.q.WebhookDeliveryListByStatus(ctx, tx, db.WebhookDeliveryListByStatusParams{
+			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, Status: *status, PageLimit: int32(n),
+		})
+		return rows, dbx.Translate(err, "delivery")
+	})
 }
 
 // Get reads a delivery with its latest attempts.

@@ -31,14 +31,27 @@ WHERE s.workspace_id = @workspace_id AND s.id = @id AND s.url = @url AND s.enabl
 RETURNING s.id, s.version, w.organization_id;
 
 -- WebhookDeliveryList lists a subscription's deliveries newest first (ids
--- sort by creation), optionally of one status, on the outbox's
--- (subscription_id, id DESC) index.
+-- sort by creation) on the outbox's (subscription_id, id DESC) index.
 -- name: WebhookDeliveryList :many
 SELECT * FROM outbox
-WHERE workspace_id = @workspace_id AND subscription_id = @subscription_id AND kind = 'webhook'
-  AND id < @after_id AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
+WHERE workspace_id = @workspace_id AND subscription_id = @subscription_id AND kind = 'webhook' AND id < @after_id
 ORDER BY id DESC
 LIMIT @page_limit;
+
+-- WebhookDeliveryListByStatus lists a subscription's deliveries of one status,
+-- newest first. Dead and cancelled ones come from their partial index
+-- (outbox_subscription_failed_idx), which the planner can use only when it
+-- sees the status: run it with custom plans (WebhookDeliveryListPlanCustom).
+-- name: WebhookDeliveryListByStatus :many
+SELECT * FROM outbox
+WHERE workspace_id = @workspace_id AND subscription_id = @subscription_id AND kind = 'webhook' AND id < @after_id
+  AND status = @status
+ORDER BY id DESC
+LIMIT @page_limit;
+
+-- name: WebhookDeliveryListPlanCustom :exec
+-- Plans the transaction's statements for their actual parameters.
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 
 -- name: WebhookDeliveryGet :one
 SELECT * FROM outbox
