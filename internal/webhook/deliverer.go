@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -107,6 +108,8 @@ func (d *Deliverer) Close() { d.client.CloseIdleConnections() }
 func (d *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) outbox.Outcome {
 	tgt, err := d.target(ctx, c)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return outbox.Failed(ctx.Err())
 	case errors.Is(err, pgx.ErrNoRows):
 		return outbox.Cancelled(ReasonSubscriptionDeleted)
 	case errors.Is(err, subscription.ErrSecretUnreadable):
@@ -231,7 +234,7 @@ func (d *Deliverer) describe(err error) error {
 	var ne interface{ Timeout() bool }
 	switch {
 	case errors.As(err, &ce) && ce.Refused:
-		return &safeError{msg: "refused by the endpoint policy: " + ce.Msg, cause: err}
+		return &safeError{msg: refusal(ce.Msg), cause: err}
 	case errors.As(err, &ne) && ne.Timeout():
 		return &safeError{msg: fmt.Sprintf("the endpoint did not answer within %s", d.timeout), cause: err}
 	case errors.As(err, &ce):
@@ -241,6 +244,15 @@ func (d *Deliverer) describe(err error) error {
 	default:
 		return &safeError{msg: "the request to the endpoint failed", cause: err}
 	}
+}
+
+// refusal words an endpoint policy refusal: "connection refused by the
+// endpoint policy", "refused by the endpoint policy: must be an https URL".
+func refusal(msg string) string {
+	if strings.Contains(msg, "endpoint policy") {
+		return msg
+	}
+	return "refused by the endpoint policy: " + strings.TrimPrefix(msg, "URL refused: ")
 }
 
 // readSnippet reads at most outbox.ResponseSnippetBytes of an answer and

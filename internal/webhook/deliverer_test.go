@@ -3,6 +3,8 @@ package webhook_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -371,4 +373,25 @@ func TestDeliverSubscriptionCache(t *testing.T) {
 	out := h.d.Deliver(t.Context(), b.claimed(t, next[0]))
 	require.True(t, out.Cancel, "read again after the 410")
 	require.Len(t, h.recv.Requests(), 3)
+}
+
+// TestDeliverUntrustedCertificate: an https endpoint whose certificate the
+// system does not trust is a failure that says so, without details.
+func TestDeliverUntrustedCertificate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	require.NoError(t, err)
+	policy := loopback(uint16(port), newResolver())
+	_, secret := b.subscribe(t, policy, srv.URL+"/hooks", webhook.AgentRevisionPublished)
+	ids := b.emit(t, b.admin.WorkspaceID, event("tls"))
+	out := b.deliverer(t, policy).Deliver(t.Context(), b.claimed(t, ids[0]))
+	require.Error(t, out.Err)
+	require.Equal(t, "the endpoint's TLS certificate is not valid", out.Err.Error())
+	require.False(t, out.Permanent)
+	requireSafe(t, out, secret)
 }
