@@ -426,6 +426,51 @@ func (e Role) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveryAttemptResult.
+const (
+	WebhookDeliveryAttemptResultCancelled WebhookDeliveryAttemptResult = "cancelled"
+	WebhookDeliveryAttemptResultDelivered WebhookDeliveryAttemptResult = "delivered"
+	WebhookDeliveryAttemptResultFailed    WebhookDeliveryAttemptResult = "failed"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryAttemptResult enum.
+func (e WebhookDeliveryAttemptResult) Valid() bool {
+	switch e {
+	case WebhookDeliveryAttemptResultCancelled:
+		return true
+	case WebhookDeliveryAttemptResultDelivered:
+		return true
+	case WebhookDeliveryAttemptResultFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryStatus.
+const (
+	WebhookDeliveryStatusCancelled WebhookDeliveryStatus = "cancelled"
+	WebhookDeliveryStatusDead      WebhookDeliveryStatus = "dead"
+	WebhookDeliveryStatusDelivered WebhookDeliveryStatus = "delivered"
+	WebhookDeliveryStatusPending   WebhookDeliveryStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case WebhookDeliveryStatusCancelled:
+		return true
+	case WebhookDeliveryStatusDead:
+		return true
+	case WebhookDeliveryStatusDelivered:
+		return true
+	case WebhookDeliveryStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookEventType.
 const (
 	WebhookEventTypeAgentRevisionPublished WebhookEventType = "agent.revision_published"
@@ -786,7 +831,7 @@ type AuditEvent struct {
 	// Action Example: workspace.updated
 	Action string `json:"action"`
 
-	// ActorId The principal that made the change; null for operator commands.
+	// ActorId The principal that made the change; null for operator commands and the service's own changes (a subscription disabled after its endpoint answered 410 Gone).
 	ActorId nullable.Nullable[string] `json:"actor_id"`
 
 	// ChangedFields Names only, never values.
@@ -1954,6 +1999,141 @@ type UpdateWorkspaceRequest struct {
 	Name *Name `json:"name,omitempty"`
 }
 
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	// AttemptsUsed Attempts of the current round; a redelivery starts a new round at 0.
+	AttemptsUsed int              `json:"attempts_used"`
+	CreatedAt    time.Time        `json:"created_at"`
+	EventType    WebhookEventType `json:"event_type"`
+
+	// Id Also the `webhook-id` header of every attempt.
+	//
+	// Example: dlv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// LastError Why the last attempt failed; null after a success. Never carries an address or a secret.
+	LastError nullable.Nullable[string] `json:"last_error"`
+
+	// MaxAttempts Attempts a round may use before the delivery is `dead` (outbox max_attempts of the webhook kind).
+	MaxAttempts int `json:"max_attempts"`
+
+	// NextAttemptAt When a `pending` delivery is attempted next (while an attempt runs, when it would be retried should its sender vanish); null once settled.
+	NextAttemptAt nullable.Nullable[time.Time] `json:"next_attempt_at"`
+
+	// Payload The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
+	// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
+	// and `webhook-signature`. `data` by type:
+	//
+	// - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
+	//   `default_revision_id` (the agent's default after the publish), `published_by_id`.
+	//   Creating an agent publishes its revision 1; an identical publish emits nothing.
+	// - `skill.revision_published`: the same with `skill_id`.
+	// - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
+	//   `principal_id`, `invited_by_id`. Workspace invitations only.
+	// - Run, thread and environment events: emitted once runs and environments exist.
+	//
+	//
+	// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
+	Payload   WebhookEvent                 `json:"payload"`
+	SettledAt nullable.Nullable[time.Time] `json:"settled_at"`
+
+	// Status `pending` until an attempt succeeds (`delivered`), the attempts run out or the endpoint
+	// answered 410 Gone (`dead`), or the subscription turned out disabled or deleted at an
+	// attempt (`cancelled`).
+	Status         WebhookDeliveryStatus `json:"status"`
+	SubscriptionId string                `json:"subscription_id"`
+}
+
+// WebhookDeliveryAttempt defines model for WebhookDeliveryAttempt.
+type WebhookDeliveryAttempt struct {
+	DurationMs int                       `json:"duration_ms"`
+	Error      nullable.Nullable[string] `json:"error"`
+
+	// Number Counts every attempt at the delivery, across redeliveries.
+	Number int `json:"number"`
+
+	// Response The first bytes (at most 1024) of the endpoint's answer.
+	Response  nullable.Nullable[string]    `json:"response"`
+	Result    WebhookDeliveryAttemptResult `json:"result"`
+	StartedAt time.Time                    `json:"started_at"`
+
+	// StatusCode The endpoint's HTTP status; null when it gave none.
+	StatusCode nullable.Nullable[int] `json:"status_code"`
+}
+
+// WebhookDeliveryAttemptResult defines model for WebhookDeliveryAttempt.Result.
+type WebhookDeliveryAttemptResult string
+
+// WebhookDeliveryDetail defines model for WebhookDeliveryDetail.
+type WebhookDeliveryDetail struct {
+	// Attempts The latest recorded attempts (at most 100), newest first. An attempt whose sender died records nothing.
+	Attempts     []WebhookDeliveryAttempt `json:"attempts"`
+	AttemptsUsed int                      `json:"attempts_used"`
+	CreatedAt    time.Time                `json:"created_at"`
+	EventType    WebhookEventType         `json:"event_type"`
+
+	// Id Example: dlv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id            string                       `json:"id"`
+	LastError     nullable.Nullable[string]    `json:"last_error"`
+	MaxAttempts   int                          `json:"max_attempts"`
+	NextAttemptAt nullable.Nullable[time.Time] `json:"next_attempt_at"`
+
+	// Payload The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
+	// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
+	// and `webhook-signature`. `data` by type:
+	//
+	// - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
+	//   `default_revision_id` (the agent's default after the publish), `published_by_id`.
+	//   Creating an agent publishes its revision 1; an identical publish emits nothing.
+	// - `skill.revision_published`: the same with `skill_id`.
+	// - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
+	//   `principal_id`, `invited_by_id`. Workspace invitations only.
+	// - Run, thread and environment events: emitted once runs and environments exist.
+	//
+	//
+	// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
+	Payload   WebhookEvent                 `json:"payload"`
+	SettledAt nullable.Nullable[time.Time] `json:"settled_at"`
+
+	// Status `pending` until an attempt succeeds (`delivered`), the attempts run out or the endpoint
+	// answered 410 Gone (`dead`), or the subscription turned out disabled or deleted at an
+	// attempt (`cancelled`).
+	Status         WebhookDeliveryStatus `json:"status"`
+	SubscriptionId string                `json:"subscription_id"`
+}
+
+// WebhookDeliveryPage defines model for WebhookDeliveryPage.
+type WebhookDeliveryPage struct {
+	Items      []WebhookDelivery         `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// WebhookDeliveryStatus `pending` until an attempt succeeds (`delivered`), the attempts run out or the endpoint
+// answered 410 Gone (`dead`), or the subscription turned out disabled or deleted at an
+// attempt (`cancelled`).
+type WebhookDeliveryStatus string
+
+// WebhookEvent The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
+// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
+// and `webhook-signature`. `data` by type:
+//
+//   - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
+//     `default_revision_id` (the agent's default after the publish), `published_by_id`.
+//     Creating an agent publishes its revision 1; an identical publish emits nothing.
+//   - `skill.revision_published`: the same with `skill_id`.
+//   - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
+//     `principal_id`, `invited_by_id`. Workspace invitations only.
+//   - Run, thread and environment events: emitted once runs and environments exist.
+//
+// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
+type WebhookEvent struct {
+	Data map[string]interface{} `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC).
+	Timestamp time.Time        `json:"timestamp"`
+	Type      WebhookEventType `json:"type"`
+}
+
 // WebhookEventType defines model for WebhookEventType.
 type WebhookEventType string
 
@@ -2008,6 +2188,9 @@ type ConnectionOperationId = string
 
 // Cursor defines model for Cursor.
 type Cursor = string
+
+// DeliveryId defines model for DeliveryId.
+type DeliveryId = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -2336,6 +2519,22 @@ type CreateConnectorProviderParams struct {
 type UpdateConnectorProviderParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// RedeliverDeliveryParams defines parameters for RedeliverDelivery.
+type RedeliverDeliveryParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListEnvironmentProvidersParams defines parameters for ListEnvironmentProviders.
@@ -2724,6 +2923,18 @@ type UpdateSubscriptionParams struct {
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
+// ListSubscriptionDeliveriesParams defines parameters for ListSubscriptionDeliveries.
+type ListSubscriptionDeliveriesParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Status Only deliveries of this status.
+	Status *WebhookDeliveryStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
 // RotateSubscriptionSecretParams defines parameters for RotateSubscriptionSecret.
 type RotateSubscriptionSecretParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
@@ -3008,6 +3219,12 @@ type ServerInterface interface {
 	// TestConnectorProvider Test a connector provider
 	// (POST /api/v1/connector-providers/{provider_id}/test)
 	TestConnectorProvider(ctx echo.Context, providerId ProviderId) error
+	// GetDelivery Read a webhook delivery with its attempts
+	// (GET /api/v1/deliveries/{delivery_id})
+	GetDelivery(ctx echo.Context, deliveryId DeliveryId) error
+	// RedeliverDelivery Send a settled webhook delivery again
+	// (POST /api/v1/deliveries/{delivery_id}/redeliver)
+	RedeliverDelivery(ctx echo.Context, deliveryId DeliveryId, params RedeliverDeliveryParams) error
 	// ListEnvironmentProviders List the environment providers of the key's workspace
 	// (GET /api/v1/environment-providers)
 	ListEnvironmentProviders(ctx echo.Context, params ListEnvironmentProvidersParams) error
@@ -3173,6 +3390,9 @@ type ServerInterface interface {
 	// UpdateSubscription Change a webhook subscription
 	// (PATCH /api/v1/subscriptions/{subscription_id})
 	UpdateSubscription(ctx echo.Context, subscriptionId string, params UpdateSubscriptionParams) error
+	// ListSubscriptionDeliveries List a subscription's webhook deliveries
+	// (GET /api/v1/subscriptions/{subscription_id}/deliveries)
+	ListSubscriptionDeliveries(ctx echo.Context, subscriptionId string, params ListSubscriptionDeliveriesParams) error
 	// RotateSubscriptionSecret Replace a subscription's signing secret
 	// (POST /api/v1/subscriptions/{subscription_id}/rotate-secret)
 	RotateSubscriptionSecret(ctx echo.Context, subscriptionId string, params RotateSubscriptionSecretParams) error
@@ -4119,6 +4339,58 @@ func (w *ServerInterfaceWrapper) TestConnectorProvider(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.TestConnectorProvider(ctx, providerId)
+	return err
+}
+
+// GetDelivery converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDelivery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "delivery_id" -------------
+	var deliveryId DeliveryId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "delivery_id", ctx.Param("delivery_id"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter delivery_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDelivery(ctx, deliveryId)
+	return err
+}
+
+// RedeliverDelivery converts echo context to params.
+func (w *ServerInterfaceWrapper) RedeliverDelivery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "delivery_id" -------------
+	var deliveryId DeliveryId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "delivery_id", ctx.Param("delivery_id"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter delivery_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RedeliverDeliveryParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RedeliverDelivery(ctx, deliveryId, params)
 	return err
 }
 
@@ -5631,6 +5903,45 @@ func (w *ServerInterfaceWrapper) UpdateSubscription(ctx echo.Context) error {
 	return err
 }
 
+// ListSubscriptionDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSubscriptionDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscription_id" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscription_id", ctx.Param("subscription_id"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscription_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSubscriptionDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSubscriptionDeliveries(ctx, subscriptionId, params)
+	return err
+}
+
 // RotateSubscriptionSecret converts echo context to params.
 func (w *ServerInterfaceWrapper) RotateSubscriptionSecret(ctx echo.Context) error {
 	var err error
@@ -6122,6 +6433,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/subscriptions/:subscription_id", wrapper.GetSubscription, options.OperationMiddlewares["getSubscription"]...)
 	router.PATCH(options.BaseURL+"/api/v1/subscriptions/:subscription_id", wrapper.UpdateSubscription, options.OperationMiddlewares["updateSubscription"]...)
 	router.POST(options.BaseURL+"/api/v1/subscriptions/:subscription_id/rotate-secret", wrapper.RotateSubscriptionSecret, options.OperationMiddlewares["rotateSubscriptionSecret"]...)
+	router.GET(options.BaseURL+"/api/v1/subscriptions/:subscription_id/deliveries", wrapper.ListSubscriptionDeliveries, options.OperationMiddlewares["listSubscriptionDeliveries"]...)
+	router.GET(options.BaseURL+"/api/v1/deliveries/:delivery_id", wrapper.GetDelivery, options.OperationMiddlewares["getDelivery"]...)
+	router.POST(options.BaseURL+"/api/v1/deliveries/:delivery_id/redeliver", wrapper.RedeliverDelivery, options.OperationMiddlewares["redeliverDelivery"]...)
 	router.GET(options.BaseURL+"/api/v1/assets", wrapper.ListAssets, options.OperationMiddlewares["listAssets"]...)
 	router.POST(options.BaseURL+"/api/v1/assets", wrapper.UploadAsset, options.OperationMiddlewares["uploadAsset"]...)
 	router.DELETE(options.BaseURL+"/api/v1/assets/:asset_id", wrapper.RetireAsset, options.OperationMiddlewares["retireAsset"]...)
@@ -11003,6 +11317,295 @@ func (response TestConnectorProvider500JSONResponse) VisitTestConnectorProviderR
 type TestConnectorProvider503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response TestConnectorProvider503JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDeliveryRequestObject struct {
+	DeliveryId DeliveryId `json:"delivery_id"`
+}
+
+type GetDeliveryResponseObject interface {
+	VisitGetDeliveryResponse(w http.ResponseWriter) error
+}
+
+type GetDelivery200JSONResponse WebhookDeliveryDetail
+
+func (response GetDelivery200JSONResponse) VisitGetDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDelivery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDelivery400JSONResponse) VisitGetDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDelivery401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetDelivery401JSONResponse) VisitGetDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDelivery403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetDelivery403JSONResponse) VisitGetDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDelivery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDelivery404JSONResponse) VisitGetDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDelivery406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetDelivery406JSONResponse) VisitGetDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDelivery429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetDelivery429JSONResponse) VisitGetDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDelivery500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetDelivery500JSONResponse) VisitGetDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDelivery503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetDelivery503JSONResponse) VisitGetDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDeliveryRequestObject struct {
+	DeliveryId DeliveryId `json:"delivery_id"`
+	Params     RedeliverDeliveryParams
+}
+
+type RedeliverDeliveryResponseObject interface {
+	VisitRedeliverDeliveryResponse(w http.ResponseWriter) error
+}
+
+type RedeliverDelivery202JSONResponse WebhookDeliveryDetail
+
+func (response RedeliverDelivery202JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDelivery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RedeliverDelivery400JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDelivery401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response RedeliverDelivery401JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDelivery403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response RedeliverDelivery403JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDelivery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RedeliverDelivery404JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDelivery406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response RedeliverDelivery406JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDelivery409JSONResponse Error
+
+func (response RedeliverDelivery409JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDelivery429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response RedeliverDelivery429JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDelivery500JSONResponse struct{ InternalJSONResponse }
+
+func (response RedeliverDelivery500JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverDelivery503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response RedeliverDelivery503JSONResponse) VisitRedeliverDeliveryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -19748,6 +20351,144 @@ func (response UpdateSubscription503JSONResponse) VisitUpdateSubscriptionRespons
 	return err
 }
 
+type ListSubscriptionDeliveriesRequestObject struct {
+	SubscriptionId string `json:"subscription_id"`
+	Params         ListSubscriptionDeliveriesParams
+}
+
+type ListSubscriptionDeliveriesResponseObject interface {
+	VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListSubscriptionDeliveries200JSONResponse WebhookDeliveryPage
+
+func (response ListSubscriptionDeliveries200JSONResponse) VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptionDeliveries400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListSubscriptionDeliveries400JSONResponse) VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptionDeliveries401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListSubscriptionDeliveries401JSONResponse) VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptionDeliveries403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListSubscriptionDeliveries403JSONResponse) VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptionDeliveries404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListSubscriptionDeliveries404JSONResponse) VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptionDeliveries406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListSubscriptionDeliveries406JSONResponse) VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptionDeliveries429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListSubscriptionDeliveries429JSONResponse) VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptionDeliveries500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListSubscriptionDeliveries500JSONResponse) VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubscriptionDeliveries503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListSubscriptionDeliveries503JSONResponse) VisitListSubscriptionDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateSubscriptionSecretRequestObject struct {
 	SubscriptionId string `json:"subscription_id"`
 	Params         RotateSubscriptionSecretParams
@@ -21840,6 +22581,12 @@ type StrictServerInterface interface {
 	// TestConnectorProvider Test a connector provider
 	// (POST /api/v1/connector-providers/{provider_id}/test)
 	TestConnectorProvider(ctx context.Context, request TestConnectorProviderRequestObject) (TestConnectorProviderResponseObject, error)
+	// GetDelivery Read a webhook delivery with its attempts
+	// (GET /api/v1/deliveries/{delivery_id})
+	GetDelivery(ctx context.Context, request GetDeliveryRequestObject) (GetDeliveryResponseObject, error)
+	// RedeliverDelivery Send a settled webhook delivery again
+	// (POST /api/v1/deliveries/{delivery_id}/redeliver)
+	RedeliverDelivery(ctx context.Context, request RedeliverDeliveryRequestObject) (RedeliverDeliveryResponseObject, error)
 	// ListEnvironmentProviders List the environment providers of the key's workspace
 	// (GET /api/v1/environment-providers)
 	ListEnvironmentProviders(ctx context.Context, request ListEnvironmentProvidersRequestObject) (ListEnvironmentProvidersResponseObject, error)
@@ -22005,6 +22752,9 @@ type StrictServerInterface interface {
 	// UpdateSubscription Change a webhook subscription
 	// (PATCH /api/v1/subscriptions/{subscription_id})
 	UpdateSubscription(ctx context.Context, request UpdateSubscriptionRequestObject) (UpdateSubscriptionResponseObject, error)
+	// ListSubscriptionDeliveries List a subscription's webhook deliveries
+	// (GET /api/v1/subscriptions/{subscription_id}/deliveries)
+	ListSubscriptionDeliveries(ctx context.Context, request ListSubscriptionDeliveriesRequestObject) (ListSubscriptionDeliveriesResponseObject, error)
 	// RotateSubscriptionSecret Replace a subscription's signing secret
 	// (POST /api/v1/subscriptions/{subscription_id}/rotate-secret)
 	RotateSubscriptionSecret(ctx context.Context, request RotateSubscriptionSecretRequestObject) (RotateSubscriptionSecretResponseObject, error)
@@ -23005,6 +23755,57 @@ func (sh *strictHandler) TestConnectorProvider(ctx echo.Context, providerId Prov
 		return err
 	} else if validResponse, ok := response.(TestConnectorProviderResponseObject); ok {
 		return validResponse.VisitTestConnectorProviderResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDelivery operation middleware
+func (sh *strictHandler) GetDelivery(ctx echo.Context, deliveryId DeliveryId) error {
+	var request GetDeliveryRequestObject
+
+	request.DeliveryId = deliveryId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDelivery(ctx.Request().Context(), request.(GetDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDelivery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDeliveryResponseObject); ok {
+		return validResponse.VisitGetDeliveryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RedeliverDelivery operation middleware
+func (sh *strictHandler) RedeliverDelivery(ctx echo.Context, deliveryId DeliveryId, params RedeliverDeliveryParams) error {
+	var request RedeliverDeliveryRequestObject
+
+	request.DeliveryId = deliveryId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverDelivery(ctx.Request().Context(), request.(RedeliverDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverDelivery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RedeliverDeliveryResponseObject); ok {
+		return validResponse.VisitRedeliverDeliveryResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -24857,6 +25658,32 @@ func (sh *strictHandler) UpdateSubscription(ctx echo.Context, subscriptionId str
 		return err
 	} else if validResponse, ok := response.(UpdateSubscriptionResponseObject); ok {
 		return validResponse.VisitUpdateSubscriptionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSubscriptionDeliveries operation middleware
+func (sh *strictHandler) ListSubscriptionDeliveries(ctx echo.Context, subscriptionId string, params ListSubscriptionDeliveriesParams) error {
+	var request ListSubscriptionDeliveriesRequestObject
+
+	request.SubscriptionId = subscriptionId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSubscriptionDeliveries(ctx.Request().Context(), request.(ListSubscriptionDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSubscriptionDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSubscriptionDeliveriesResponseObject); ok {
+		return validResponse.VisitListSubscriptionDeliveriesResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -427,6 +427,51 @@ func (e Role) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveryAttemptResult.
+const (
+	WebhookDeliveryAttemptResultCancelled WebhookDeliveryAttemptResult = "cancelled"
+	WebhookDeliveryAttemptResultDelivered WebhookDeliveryAttemptResult = "delivered"
+	WebhookDeliveryAttemptResultFailed    WebhookDeliveryAttemptResult = "failed"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryAttemptResult enum.
+func (e WebhookDeliveryAttemptResult) Valid() bool {
+	switch e {
+	case WebhookDeliveryAttemptResultCancelled:
+		return true
+	case WebhookDeliveryAttemptResultDelivered:
+		return true
+	case WebhookDeliveryAttemptResultFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryStatus.
+const (
+	WebhookDeliveryStatusCancelled WebhookDeliveryStatus = "cancelled"
+	WebhookDeliveryStatusDead      WebhookDeliveryStatus = "dead"
+	WebhookDeliveryStatusDelivered WebhookDeliveryStatus = "delivered"
+	WebhookDeliveryStatusPending   WebhookDeliveryStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case WebhookDeliveryStatusCancelled:
+		return true
+	case WebhookDeliveryStatusDead:
+		return true
+	case WebhookDeliveryStatusDelivered:
+		return true
+	case WebhookDeliveryStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookEventType.
 const (
 	WebhookEventTypeAgentRevisionPublished WebhookEventType = "agent.revision_published"
@@ -787,7 +832,7 @@ type AuditEvent struct {
 	// Action Example: workspace.updated
 	Action string `json:"action"`
 
-	// ActorId The principal that made the change; null for operator commands.
+	// ActorId The principal that made the change; null for operator commands and the service's own changes (a subscription disabled after its endpoint answered 410 Gone).
 	ActorId nullable.Nullable[string] `json:"actor_id"`
 
 	// ChangedFields Names only, never values.
@@ -1955,6 +2000,141 @@ type UpdateWorkspaceRequest struct {
 	Name *Name `json:"name,omitempty"`
 }
 
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	// AttemptsUsed Attempts of the current round; a redelivery starts a new round at 0.
+	AttemptsUsed int              `json:"attempts_used"`
+	CreatedAt    time.Time        `json:"created_at"`
+	EventType    WebhookEventType `json:"event_type"`
+
+	// Id Also the `webhook-id` header of every attempt.
+	//
+	// Example: dlv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// LastError Why the last attempt failed; null after a success. Never carries an address or a secret.
+	LastError nullable.Nullable[string] `json:"last_error"`
+
+	// MaxAttempts Attempts a round may use before the delivery is `dead` (outbox max_attempts of the webhook kind).
+	MaxAttempts int `json:"max_attempts"`
+
+	// NextAttemptAt When a `pending` delivery is attempted next (while an attempt runs, when it would be retried should its sender vanish); null once settled.
+	NextAttemptAt nullable.Nullable[time.Time] `json:"next_attempt_at"`
+
+	// Payload The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
+	// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
+	// and `webhook-signature`. `data` by type:
+	//
+	// - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
+	//   `default_revision_id` (the agent's default after the publish), `published_by_id`.
+	//   Creating an agent publishes its revision 1; an identical publish emits nothing.
+	// - `skill.revision_published`: the same with `skill_id`.
+	// - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
+	//   `principal_id`, `invited_by_id`. Workspace invitations only.
+	// - Run, thread and environment events: emitted once runs and environments exist.
+	//
+	//
+	// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
+	Payload   WebhookEvent                 `json:"payload"`
+	SettledAt nullable.Nullable[time.Time] `json:"settled_at"`
+
+	// Status `pending` until an attempt succeeds (`delivered`), the attempts run out or the endpoint
+	// answered 410 Gone (`dead`), or the subscription turned out disabled or deleted at an
+	// attempt (`cancelled`).
+	Status         WebhookDeliveryStatus `json:"status"`
+	SubscriptionId string                `json:"subscription_id"`
+}
+
+// WebhookDeliveryAttempt defines model for WebhookDeliveryAttempt.
+type WebhookDeliveryAttempt struct {
+	DurationMs int                       `json:"duration_ms"`
+	Error      nullable.Nullable[string] `json:"error"`
+
+	// Number Counts every attempt at the delivery, across redeliveries.
+	Number int `json:"number"`
+
+	// Response The first bytes (at most 1024) of the endpoint's answer.
+	Response  nullable.Nullable[string]    `json:"response"`
+	Result    WebhookDeliveryAttemptResult `json:"result"`
+	StartedAt time.Time                    `json:"started_at"`
+
+	// StatusCode The endpoint's HTTP status; null when it gave none.
+	StatusCode nullable.Nullable[int] `json:"status_code"`
+}
+
+// WebhookDeliveryAttemptResult defines model for WebhookDeliveryAttempt.Result.
+type WebhookDeliveryAttemptResult string
+
+// WebhookDeliveryDetail defines model for WebhookDeliveryDetail.
+type WebhookDeliveryDetail struct {
+	// Attempts The latest recorded attempts (at most 100), newest first. An attempt whose sender died records nothing.
+	Attempts     []WebhookDeliveryAttempt `json:"attempts"`
+	AttemptsUsed int                      `json:"attempts_used"`
+	CreatedAt    time.Time                `json:"created_at"`
+	EventType    WebhookEventType         `json:"event_type"`
+
+	// Id Example: dlv_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id            string                       `json:"id"`
+	LastError     nullable.Nullable[string]    `json:"last_error"`
+	MaxAttempts   int                          `json:"max_attempts"`
+	NextAttemptAt nullable.Nullable[time.Time] `json:"next_attempt_at"`
+
+	// Payload The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
+	// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
+	// and `webhook-signature`. `data` by type:
+	//
+	// - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
+	//   `default_revision_id` (the agent's default after the publish), `published_by_id`.
+	//   Creating an agent publishes its revision 1; an identical publish emits nothing.
+	// - `skill.revision_published`: the same with `skill_id`.
+	// - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
+	//   `principal_id`, `invited_by_id`. Workspace invitations only.
+	// - Run, thread and environment events: emitted once runs and environments exist.
+	//
+	//
+	// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
+	Payload   WebhookEvent                 `json:"payload"`
+	SettledAt nullable.Nullable[time.Time] `json:"settled_at"`
+
+	// Status `pending` until an attempt succeeds (`delivered`), the attempts run out or the endpoint
+	// answered 410 Gone (`dead`), or the subscription turned out disabled or deleted at an
+	// attempt (`cancelled`).
+	Status         WebhookDeliveryStatus `json:"status"`
+	SubscriptionId string                `json:"subscription_id"`
+}
+
+// WebhookDeliveryPage defines model for WebhookDeliveryPage.
+type WebhookDeliveryPage struct {
+	Items      []WebhookDelivery         `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// WebhookDeliveryStatus `pending` until an attempt succeeds (`delivered`), the attempts run out or the endpoint
+// answered 410 Gone (`dead`), or the subscription turned out disabled or deleted at an
+// attempt (`cancelled`).
+type WebhookDeliveryStatus string
+
+// WebhookEvent The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
+// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
+// and `webhook-signature`. `data` by type:
+//
+//   - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
+//     `default_revision_id` (the agent's default after the publish), `published_by_id`.
+//     Creating an agent publishes its revision 1; an identical publish emits nothing.
+//   - `skill.revision_published`: the same with `skill_id`.
+//   - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
+//     `principal_id`, `invited_by_id`. Workspace invitations only.
+//   - Run, thread and environment events: emitted once runs and environments exist.
+//
+// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
+type WebhookEvent struct {
+	Data map[string]interface{} `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC).
+	Timestamp time.Time        `json:"timestamp"`
+	Type      WebhookEventType `json:"type"`
+}
+
 // WebhookEventType defines model for WebhookEventType.
 type WebhookEventType string
 
@@ -2009,6 +2189,9 @@ type ConnectionOperationId = string
 
 // Cursor defines model for Cursor.
 type Cursor = string
+
+// DeliveryId defines model for DeliveryId.
+type DeliveryId = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -2337,6 +2520,22 @@ type CreateConnectorProviderParams struct {
 type UpdateConnectorProviderParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// RedeliverDeliveryParams defines parameters for RedeliverDelivery.
+type RedeliverDeliveryParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListEnvironmentProvidersParams defines parameters for ListEnvironmentProviders.
@@ -2723,6 +2922,18 @@ type DeleteSubscriptionParams struct {
 type UpdateSubscriptionParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListSubscriptionDeliveriesParams defines parameters for ListSubscriptionDeliveries.
+type ListSubscriptionDeliveriesParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Status Only deliveries of this status.
+	Status *WebhookDeliveryStatus `form:"status,omitempty" json:"status,omitempty"`
 }
 
 // RotateSubscriptionSecretParams defines parameters for RotateSubscriptionSecret.
@@ -3389,6 +3600,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/connector-providers/{provider_id}/test (the `TestConnectorProvider` operationId).
 	TestConnectorProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDelivery Read a webhook delivery with its attempts
+	//
+	// Only webhook deliveries of the key's workspace are found. The view has no ETag: a
+	// delivery is not a versioned resource, and a redelivery needs no `If-Match`.
+	//
+	// Corresponds with GET /api/v1/deliveries/{delivery_id} (the `GetDelivery` operationId).
+	GetDelivery(ctx context.Context, deliveryId DeliveryId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RedeliverDelivery Send a settled webhook delivery again
+	//
+	// Puts a `delivered`, `dead` or `cancelled` delivery back to `pending`, due now, as a new
+	// round of up to `max_attempts` attempts (`attempts_used` starts again at 0; attempt
+	// numbers go on). The endpoint receives the same `webhook-id` (so it can deduplicate)
+	// with a new `webhook-timestamp` and signature, made with the subscription's current
+	// secret. A `pending` delivery is 409 `conflict` (it is attempted anyway); a delivery
+	// whose subscription is disabled is 409 `disabled` (it would only be cancelled).
+	//
+	// Corresponds with POST /api/v1/deliveries/{delivery_id}/redeliver (the `RedeliverDelivery` operationId).
+	RedeliverDelivery(ctx context.Context, deliveryId DeliveryId, params *RedeliverDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEnvironmentProviders List the environment providers of the key's workspace
 	//
@@ -4124,6 +4355,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
 	UpdateSubscription(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSubscriptionDeliveries List a subscription's webhook deliveries
+	//
+	// Newest first, optionally of one `status`. Settled deliveries are kept for the outbox
+	// retention of the webhook kind (delivered ones 7 days by default, dead ones 14), then
+	// removed. The attempts of a delivery are in `GET /api/v1/deliveries/{delivery_id}`.
+	//
+	// Corresponds with GET /api/v1/subscriptions/{subscription_id}/deliveries (the `ListSubscriptionDeliveries` operationId).
+	ListSubscriptionDeliveries(ctx context.Context, subscriptionId string, params *ListSubscriptionDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateSubscriptionSecret Replace a subscription's signing secret
 	//
@@ -5055,6 +5295,46 @@ func (c *Client) UpdateConnectorProvider(ctx context.Context, providerId Provide
 // Corresponds with POST /api/v1/connector-providers/{provider_id}/test (the `TestConnectorProvider` operationId).
 func (c *Client) TestConnectorProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTestConnectorProviderRequest(c.Server, providerId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDelivery Read a webhook delivery with its attempts
+//
+// Only webhook deliveries of the key's workspace are found. The view has no ETag: a
+// delivery is not a versioned resource, and a redelivery needs no `If-Match`.
+//
+// Corresponds with GET /api/v1/deliveries/{delivery_id} (the `GetDelivery` operationId).
+func (c *Client) GetDelivery(ctx context.Context, deliveryId DeliveryId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDeliveryRequest(c.Server, deliveryId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RedeliverDelivery Send a settled webhook delivery again
+//
+// Puts a `delivered`, `dead` or `cancelled` delivery back to `pending`, due now, as a new
+// round of up to `max_attempts` attempts (`attempts_used` starts again at 0; attempt
+// numbers go on). The endpoint receives the same `webhook-id` (so it can deduplicate)
+// with a new `webhook-timestamp` and signature, made with the subscription's current
+// secret. A `pending` delivery is 409 `conflict` (it is attempted anyway); a delivery
+// whose subscription is disabled is 409 `disabled` (it would only be cancelled).
+//
+// Corresponds with POST /api/v1/deliveries/{delivery_id}/redeliver (the `RedeliverDelivery` operationId).
+func (c *Client) RedeliverDelivery(ctx context.Context, deliveryId DeliveryId, params *RedeliverDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedeliverDeliveryRequest(c.Server, deliveryId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6550,6 +6830,25 @@ func (c *Client) UpdateSubscriptionWithBody(ctx context.Context, subscriptionId 
 // Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
 func (c *Client) UpdateSubscription(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateSubscriptionRequest(c.Server, subscriptionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSubscriptionDeliveries List a subscription's webhook deliveries
+//
+// Newest first, optionally of one `status`. Settled deliveries are kept for the outbox
+// retention of the webhook kind (delivered ones 7 days by default, dead ones 14), then
+// removed. The attempts of a delivery are in `GET /api/v1/deliveries/{delivery_id}`.
+//
+// Corresponds with GET /api/v1/subscriptions/{subscription_id}/deliveries (the `ListSubscriptionDeliveries` operationId).
+func (c *Client) ListSubscriptionDeliveries(ctx context.Context, subscriptionId string, params *ListSubscriptionDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSubscriptionDeliveriesRequest(c.Server, subscriptionId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8555,6 +8854,89 @@ func NewTestConnectorProviderRequest(server string, providerId ProviderId) (*htt
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDeliveryRequest constructs an http.Request for the GetDelivery method
+func NewGetDeliveryRequest(server string, deliveryId DeliveryId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "delivery_id", deliveryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/deliveries/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRedeliverDeliveryRequest constructs an http.Request for the RedeliverDelivery method
+func NewRedeliverDeliveryRequest(server string, deliveryId DeliveryId, params *RedeliverDeliveryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "delivery_id", deliveryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/deliveries/%s/redeliver", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -11526,6 +11908,91 @@ func NewUpdateSubscriptionRequestWithBody(server string, subscriptionId string, 
 	return req, nil
 }
 
+// NewListSubscriptionDeliveriesRequest constructs an http.Request for the ListSubscriptionDeliveries method
+func NewListSubscriptionDeliveriesRequest(server string, subscriptionId string, params *ListSubscriptionDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "subscription_id", subscriptionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/subscriptions/%s/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRotateSubscriptionSecretRequest constructs an http.Request for the RotateSubscriptionSecret method
 func NewRotateSubscriptionSecretRequest(server string, subscriptionId string, params *RotateSubscriptionSecretParams) (*http.Request, error) {
 	var err error
@@ -12717,6 +13184,30 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/connector-providers/{provider_id}/test (the `TestConnectorProvider` operationId).
 	TestConnectorProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*TestConnectorProviderResponse, error)
 
+	// GetDeliveryWithResponse Read a webhook delivery with its attempts
+	//
+	// Only webhook deliveries of the key's workspace are found. The view has no ETag: a
+	// delivery is not a versioned resource, and a redelivery needs no `If-Match`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/deliveries/{delivery_id} (the `GetDelivery` operationId).
+	GetDeliveryWithResponse(ctx context.Context, deliveryId DeliveryId, reqEditors ...RequestEditorFn) (*GetDeliveryResponse, error)
+
+	// RedeliverDeliveryWithResponse Send a settled webhook delivery again
+	//
+	// Puts a `delivered`, `dead` or `cancelled` delivery back to `pending`, due now, as a new
+	// round of up to `max_attempts` attempts (`attempts_used` starts again at 0; attempt
+	// numbers go on). The endpoint receives the same `webhook-id` (so it can deduplicate)
+	// with a new `webhook-timestamp` and signature, made with the subscription's current
+	// secret. A `pending` delivery is 409 `conflict` (it is attempted anyway); a delivery
+	// whose subscription is disabled is 409 `disabled` (it would only be cancelled).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/deliveries/{delivery_id}/redeliver (the `RedeliverDelivery` operationId).
+	RedeliverDeliveryWithResponse(ctx context.Context, deliveryId DeliveryId, params *RedeliverDeliveryParams, reqEditors ...RequestEditorFn) (*RedeliverDeliveryResponse, error)
+
 	// ListEnvironmentProvidersWithResponse List the environment providers of the key's workspace
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -13523,6 +14014,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
 	UpdateSubscriptionWithResponse(ctx context.Context, subscriptionId string, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSubscriptionResponse, error)
+
+	// ListSubscriptionDeliveriesWithResponse List a subscription's webhook deliveries
+	//
+	// Newest first, optionally of one `status`. Settled deliveries are kept for the outbox
+	// retention of the webhook kind (delivered ones 7 days by default, dead ones 14), then
+	// removed. The attempts of a delivery are in `GET /api/v1/deliveries/{delivery_id}`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/subscriptions/{subscription_id}/deliveries (the `ListSubscriptionDeliveries` operationId).
+	ListSubscriptionDeliveriesWithResponse(ctx context.Context, subscriptionId string, params *ListSubscriptionDeliveriesParams, reqEditors ...RequestEditorFn) (*ListSubscriptionDeliveriesResponse, error)
 
 	// RotateSubscriptionSecretWithResponse Replace a subscription's signing secret
 	//
@@ -17166,6 +17668,221 @@ func (r TestConnectorProviderResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r TestConnectorProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDeliveryResponse429Headers the declared response headers of an HTTP 429 response for GetDelivery
+type GetDeliveryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetDeliveryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookDeliveryDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetDeliveryResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDeliveryResponse) GetJSON200() *WebhookDeliveryDetail {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetDeliveryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDeliveryResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDeliveryResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDeliveryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetDeliveryResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetDeliveryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetDeliveryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetDeliveryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDeliveryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDeliveryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDeliveryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDeliveryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RedeliverDeliveryResponse429Headers the declared response headers of an HTTP 429 response for RedeliverDelivery
+type RedeliverDeliveryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type RedeliverDeliveryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookDeliveryDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RedeliverDeliveryResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON202() *WebhookDeliveryDetail {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RedeliverDeliveryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RedeliverDeliveryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RedeliverDeliveryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RedeliverDeliveryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RedeliverDeliveryResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -23516,6 +24233,110 @@ func (r UpdateSubscriptionResponse) ContentType() string {
 	return ""
 }
 
+// ListSubscriptionDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListSubscriptionDeliveries
+type ListSubscriptionDeliveriesResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListSubscriptionDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookDeliveryPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSubscriptionDeliveriesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSubscriptionDeliveriesResponse) GetJSON200() *WebhookDeliveryPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSubscriptionDeliveriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSubscriptionDeliveriesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSubscriptionDeliveriesResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListSubscriptionDeliveriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListSubscriptionDeliveriesResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSubscriptionDeliveriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSubscriptionDeliveriesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSubscriptionDeliveriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSubscriptionDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSubscriptionDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSubscriptionDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSubscriptionDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RotateSubscriptionSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateSubscriptionSecret
 type RotateSubscriptionSecretResponse200Headers struct {
 	ETag *string
@@ -25672,6 +26493,42 @@ func (c *ClientWithResponses) TestConnectorProviderWithResponse(ctx context.Cont
 	return ParseTestConnectorProviderResponse(rsp)
 }
 
+// GetDeliveryWithResponse Read a webhook delivery with its attempts
+//
+// Only webhook deliveries of the key's workspace are found. The view has no ETag: a
+// delivery is not a versioned resource, and a redelivery needs no `If-Match`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/deliveries/{delivery_id} (the `GetDelivery` operationId).
+func (c *ClientWithResponses) GetDeliveryWithResponse(ctx context.Context, deliveryId DeliveryId, reqEditors ...RequestEditorFn) (*GetDeliveryResponse, error) {
+	rsp, err := c.GetDelivery(ctx, deliveryId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDeliveryResponse(rsp)
+}
+
+// RedeliverDeliveryWithResponse Send a settled webhook delivery again
+//
+// Puts a `delivered`, `dead` or `cancelled` delivery back to `pending`, due now, as a new
+// round of up to `max_attempts` attempts (`attempts_used` starts again at 0; attempt
+// numbers go on). The endpoint receives the same `webhook-id` (so it can deduplicate)
+// with a new `webhook-timestamp` and signature, made with the subscription's current
+// secret. A `pending` delivery is 409 `conflict` (it is attempted anyway); a delivery
+// whose subscription is disabled is 409 `disabled` (it would only be cancelled).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/deliveries/{delivery_id}/redeliver (the `RedeliverDelivery` operationId).
+func (c *ClientWithResponses) RedeliverDeliveryWithResponse(ctx context.Context, deliveryId DeliveryId, params *RedeliverDeliveryParams, reqEditors ...RequestEditorFn) (*RedeliverDeliveryResponse, error) {
+	rsp, err := c.RedeliverDelivery(ctx, deliveryId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRedeliverDeliveryResponse(rsp)
+}
+
 // ListEnvironmentProvidersWithResponse List the environment providers of the key's workspace
 //
 // Returns a wrapper object for the known response body format(s).
@@ -26933,6 +27790,23 @@ func (c *ClientWithResponses) UpdateSubscriptionWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseUpdateSubscriptionResponse(rsp)
+}
+
+// ListSubscriptionDeliveriesWithResponse List a subscription's webhook deliveries
+//
+// Newest first, optionally of one `status`. Settled deliveries are kept for the outbox
+// retention of the webhook kind (delivered ones 7 days by default, dead ones 14), then
+// removed. The attempts of a delivery are in `GET /api/v1/deliveries/{delivery_id}`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/subscriptions/{subscription_id}/deliveries (the `ListSubscriptionDeliveries` operationId).
+func (c *ClientWithResponses) ListSubscriptionDeliveriesWithResponse(ctx context.Context, subscriptionId string, params *ListSubscriptionDeliveriesParams, reqEditors ...RequestEditorFn) (*ListSubscriptionDeliveriesResponse, error) {
+	rsp, err := c.ListSubscriptionDeliveries(ctx, subscriptionId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSubscriptionDeliveriesResponse(rsp)
 }
 
 // RotateSubscriptionSecretWithResponse Replace a subscription's signing secret
@@ -30566,6 +31440,203 @@ func ParseTestConnectorProviderResponse(rsp *http.Response) (*TestConnectorProvi
 	switch {
 	case rsp.StatusCode == 429:
 		var headers TestConnectorProviderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDeliveryResponse parses an HTTP response from a GetDeliveryWithResponse call
+func ParseGetDeliveryResponse(rsp *http.Response) (*GetDeliveryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDeliveryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookDeliveryDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetDeliveryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRedeliverDeliveryResponse parses an HTTP response from a RedeliverDeliveryWithResponse call
+func ParseRedeliverDeliveryResponse(rsp *http.Response) (*RedeliverDeliveryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RedeliverDeliveryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookDeliveryDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RedeliverDeliveryResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -36562,6 +37633,101 @@ func ParseUpdateSubscriptionResponse(rsp *http.Response) (*UpdateSubscriptionRes
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateSubscriptionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSubscriptionDeliveriesResponse parses an HTTP response from a ListSubscriptionDeliveriesWithResponse call
+func ParseListSubscriptionDeliveriesResponse(rsp *http.Response) (*ListSubscriptionDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSubscriptionDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookDeliveryPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListSubscriptionDeliveriesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -61,6 +61,14 @@ type ClientOption func(*clientOptions)
 type clientOptions struct {
 	followRedirects bool
 	tlsConfig       *tls.Config
+	connectTimeout  time.Duration
+}
+
+// WithConnectTimeout bounds connecting (each address tried) by d instead of
+// ConnectTimeout; the client's overall time-out still caps it when shorter.
+// Zero or less keeps ConnectTimeout.
+func WithConnectTimeout(d time.Duration) ClientOption {
+	return func(o *clientOptions) { o.connectTimeout = d }
 }
 
 // WithTLSConfig makes the client use cfg (a private CA or a client
@@ -83,7 +91,7 @@ func FollowRedirects(follow bool) ClientOption {
 // bounds a whole call, reading the response body included, and the wait for
 // response headers; zero or less means no overall bound (use the request's
 // context), for streamed responses. Connecting and the TLS handshake are
-// bounded by ConnectTimeout and TLSHandshakeTimeout.
+// bounded by ConnectTimeout (or WithConnectTimeout) and TLSHandshakeTimeout.
 //
 // The client ignores proxy environment variables, refuses URLs that break the
 // policy's URL rules, resolves host names itself (with the policy's Resolver)
@@ -101,8 +109,12 @@ func (p *Policy) HTTPClient(timeout time.Duration, opts ...ClientOption) *http.C
 		tlsConfig = o.tlsConfig.Clone()
 		tlsConfig.MinVersion = max(tlsConfig.MinVersion, tls.VersionTLS12)
 	}
+	connect := ConnectTimeout
+	if o.connectTimeout > 0 {
+		connect = o.connectTimeout
+	}
 	dialer := &net.Dialer{
-		Timeout:   capTimeout(ConnectTimeout, timeout),
+		Timeout:   capTimeout(connect, timeout),
 		KeepAlive: 30 * time.Second,
 		Control:   p.guardian().Safe,
 	}
@@ -119,7 +131,7 @@ func (p *Policy) HTTPClient(timeout time.Duration, opts ...ClientOption) *http.C
 		MaxIdleConnsPerHost:    16,
 		MaxResponseHeaderBytes: 1 << 20,
 	}
-	client := &http.Client{Transport: &transport{policy: p, base: base}, Timeout: timeout}
+	client := &http.Client{Transport: &transport{policy: p, base: base, dialer: dialer}, Timeout: timeout}
 	if o.followRedirects {
 		client.CheckRedirect = checkRedirect
 	} else {
@@ -156,6 +168,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 type transport struct {
 	policy *Policy
 	base   *http.Transport
+	dialer *net.Dialer // base's, kept for inspection
 }
 
 // RoundTrip implements http.RoundTripper.

@@ -40,12 +40,19 @@ func TestHTTPClientSettings(t *testing.T) {
 	require.Equal(t, 3*time.Second, tr.base.TLSHandshakeTimeout)
 	require.Equal(t, uint16(tls.VersionTLS12), tr.base.TLSClientConfig.MinVersion)
 	require.NotNil(t, c.CheckRedirect)
+	require.Equal(t, 3*time.Second, tr.dialer.Timeout, "the overall time-out caps connecting")
 
 	c = (&Policy{}).HTTPClient(0)
 	tr = c.Transport.(*transport)
 	require.Zero(t, c.Timeout)
 	require.Zero(t, tr.base.ResponseHeaderTimeout)
 	require.Equal(t, TLSHandshakeTimeout, tr.base.TLSHandshakeTimeout)
+	require.Equal(t, ConnectTimeout, tr.dialer.Timeout)
+
+	c = (&Policy{}).HTTPClient(15*time.Second, WithConnectTimeout(2*time.Second))
+	require.Equal(t, 2*time.Second, c.Transport.(*transport).dialer.Timeout)
+	c = (&Policy{}).HTTPClient(time.Second, WithConnectTimeout(2*time.Second))
+	require.Equal(t, time.Second, c.Transport.(*transport).dialer.Timeout, "still capped by the overall time-out")
 }
 
 // TestDialRefusesReservedAddresses drives the dialer directly, as the

@@ -105,6 +105,9 @@ func New(opts Options) (*echo.Echo, error) {
 	if srv.SubscriptionHandlers, err = NewSubscriptionHandlers(opts.Deps); err != nil {
 		return nil, err
 	}
+	if srv.DeliveryHandlers, err = NewDeliveryHandlers(opts.Deps); err != nil {
+		return nil, err
+	}
 	if srv.AssetHandlers, err = NewAssetHandlers(opts.Deps); err != nil {
 		return nil, err
 	}

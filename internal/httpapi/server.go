@@ -23,6 +23,7 @@ type Server struct {
 	*EnvironmentHandlers
 	*MemoryHandlers
 	*SubscriptionHandlers
+	*DeliveryHandlers
 	*AssetHandlers
 }
 

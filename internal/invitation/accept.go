@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/password"
+	"github.com/svcdev/svc/internal/webhook"
 )
 
 // AcceptResult is an accepted invitation and the account that accepted it.
@@ -153,8 +155,37 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, hash []byte, displayNam
 			return AcceptResult{}, fmt.Errorf("audit %s: %w", e.Action, err)
 		}
 	}
+	if err := emitAccepted(ctx, tx, row); err != nil {
+		return AcceptResult{}, err
+	}
 	res.Invitation = fromRow(row)
 	return res, nil
+}
+
+// emitAccepted emits the invitation.accepted webhook event of a workspace
+// invitation to that workspace's subscribers, in tx. An organization
+// invitation emits nothing: subscriptions belong to workspaces, and an
+// organization's membership is not any one workspace's news.
+func emitAccepted(ctx context.Context, tx pgx.Tx, row db.Invitation) error {
+	if row.WorkspaceID == nil {
+		return nil
+	}
+	var at time.Time
+	if row.AcceptedAt != nil {
+		at = *row.AcceptedAt
+	}
+	err := webhook.Emit(ctx, tx, *row.WorkspaceID, webhook.Event{Type: webhook.InvitationAccepted, Time: at, Data: map[string]any{
+		"invitation_id": row.ID,
+		"workspace_id":  *row.WorkspaceID,
+		"email":         row.Email,
+		"role":          row.Role,
+		"principal_id":  deref(row.PrincipalID),
+		"invited_by_id": row.InvitedByID,
+	}})
+	if err != nil {
+		return fmt.Errorf("emit %s: %w", webhook.InvitationAccepted, err)
+	}
+	return nil
 }
 
 // createAccount makes the principal and user account of a new address. A

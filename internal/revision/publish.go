@@ -2,6 +2,7 @@ package revision
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/resource"
+	"github.com/svcdev/svc/internal/webhook"
 )
 
 // Published is the answer of a publish: the revision, and whether it was
@@ -31,7 +33,8 @@ type Published[C any] struct {
 //   - otherwise references are checked, revision latest+1 is written, and the
 //     head's version moves (its latest revision number changed), with its
 //     default when MakeDefault is nil or true; the audit event is
-//     "<kind>.revision_published".
+//     "<kind>.revision_published", and so is the webhook event, in the same
+//     transaction.
 //
 // An archived head takes no new revisions (409 conflict): unarchive it first.
 func (s *Service[C]) Publish(ctx context.Context, c *auth.Caller, in PublishInput) (Published[C], error) {
@@ -94,6 +97,9 @@ func (s *Service[C]) Publish(ctx context.Context, c *auth.Caller, in PublishInpu
 			return Published[C]{}, dbx.Translate(err, string(s.kind))
 		}
 		if err := s.record(ctx, tx, c, "revision_published", head, fields); err != nil {
+			return Published[C]{}, err
+		}
+		if err := s.emitPublished(ctx, tx, head, rev); err != nil {
 			return Published[C]{}, err
 		}
 		r, err := revisionOf[C](rev)
@@ -169,4 +175,26 @@ func (s *Service[C]) Runnable(ctx context.Context, q db.DBTX, workspaceID, headI
 		return Revision[C]{}, refNotFound(dbx.Translate(err, "revision"), "revision_id", "no revision with this id belongs to this "+string(s.kind))
 	}
 	return revisionOf[C](row)
+}
+
+// emitPublished emits the webhook event of a new revision rev of head (head
+// as it is after the publish) in tx: agent.revision_published or
+// skill.revision_published, with the ids a receiver needs to fetch both.
+func (s *Service[C]) emitPublished(ctx context.Context, tx pgx.Tx, head db.Head, rev db.Revision) error {
+	event := webhook.AgentRevisionPublished
+	if s.kind == KindSkill {
+		event = webhook.SkillRevisionPublished
+	}
+	err := webhook.Emit(ctx, tx, head.WorkspaceID, webhook.Event{Type: event, Time: rev.CreatedAt, Data: map[string]any{
+		string(s.kind) + "_id": head.ID,
+		"name":                 head.Name,
+		"revision_id":          rev.ID,
+		"revision_number":      rev.Number,
+		"default_revision_id":  head.DefaultRevisionID,
+		"published_by_id":      rev.CreatedByID,
+	}})
+	if err != nil {
+		return fmt.Errorf("emit %s: %w", event, err)
+	}
+	return nil
 }

@@ -59,7 +59,8 @@ func (s *Service[C]) Kind() Kind { return s.kind }
 // notFound is the error of a head that is absent or in another workspace.
 func (s *Service[C]) notFound() error { return apperr.NotFound(string(s.kind)) }
 
-// Create creates a head with revision 1, its default.
+// Create creates a head with revision 1, its default, and emits the
+// revision's <kind>.revision_published webhook event.
 func (s *Service[C]) Create(ctx context.Context, c *auth.Caller, in CreateInput) (Head, error) {
 	if err := auth.Require(c, auth.PermWrite); err != nil {
 		return Head{}, err
@@ -97,12 +98,17 @@ func (s *Service[C]) Create(ctx context.Context, c *auth.Caller, in CreateInput)
 		if err != nil {
 			return Head{}, dbx.Translate(err, string(s.kind))
 		}
-		if _, err := s.q.RevisionInsert(ctx, tx, db.RevisionInsertParams{
+		rev, err := s.q.RevisionInsert(ctx, tx, db.RevisionInsertParams{
 			ID: revID, HeadID: headID, Number: 1, Config: canonical, ContentHash: ContentHash(canonical), CreatedByID: c.PrincipalID,
-		}); err != nil {
+		})
+		if err != nil {
 			return Head{}, dbx.Translate(err, "revision")
 		}
 		if err := s.record(ctx, tx, c, "created", row, []string{"config", "description", "labels", "name"}); err != nil {
+			return Head{}, err
+		}
+		// Revision 1 is published too: subscribers learn of new heads.
+		if err := s.emitPublished(ctx, tx, row, rev); err != nil {
 			return Head{}, err
 		}
 		return headOf(row)

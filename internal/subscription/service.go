@@ -243,9 +243,16 @@ func (s *Service) OpenSecret(ctx context.Context, workspaceID, subID string) (st
 	if err != nil {
 		return "", dbx.Translate(err, "subscription")
 	}
-	plain, err := s.ring.Open(row.Secret, []byte(row.ID))
+	return OpenStoredSecret(s.ring, row.ID, row.Secret)
+}
+
+// OpenStoredSecret opens sealed, the stored secret column of subscription
+// subID, with ring: for a sender that read the row itself. The same rules as
+// OpenSecret apply: never show it; an error wraps ErrSecretUnreadable.
+func OpenStoredSecret(ring *keyring.Ring, subID string, sealed []byte) (string, error) {
+	plain, err := ring.Open(sealed, []byte(subID))
 	if err != nil {
-		return "", fmt.Errorf("%w: subscription %s: %w", ErrSecretUnreadable, row.ID, err)
+		return "", fmt.Errorf("%w: subscription %s: %w", ErrSecretUnreadable, subID, err)
 	}
 	return string(plain), nil
 }
