@@ -37,6 +37,7 @@ import (
 	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/supervisor"
 	"github.com/svcdev/svc/internal/sweep"
+	"github.com/svcdev/svc/internal/webhook"
 	schema "github.com/svcdev/svc/sql"
 )
 
@@ -369,6 +370,7 @@ func (a *App) registerDeliverers() error {
 		return err
 	}
 	a.Outbox.Register(outbox.KindIdentityMail, mailer)
+	a.Outbox.Register(outbox.KindWebhook, webhook.NewDeliverer(a.Pool, a.Keyring, a.policy))
 	vendorTimeout := time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second
 	a.Outbox.Register(outbox.KindMemoryNamespacePurge, memory.NewPurger(a.Pool, a.Keyring, a.Types, a.policy, vendorTimeout))
 	a.Outbox.Register(outbox.KindCheckpointCleanup, checkpoint.NewCleaner(a.Store))
