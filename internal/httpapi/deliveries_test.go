@@ -31,8 +31,15 @@ type deliveriesBundle struct {
 // part by hand, so no sender may touch the rows they set.
 func setupDeliveries(t *testing.T) *deliveriesBundle {
 	t.Helper()
+	return startDeliveries(t, true)
+}
+
+// startDeliveries starts the process, with its outbox senders running unless
+// pause is set.
+func startDeliveries(t *testing.T, pause bool) *deliveriesBundle {
+	t.Helper()
 	recv := webhooktest.NewReceiver(t)
-	h := apitest.Start(t, apitest.Options{PauseSweeps: true, Configure: func(cfg *config.Config) {
+	h := apitest.Start(t, apitest.Options{PauseSweeps: pause, Configure: func(cfg *config.Config) {
 		cfg.EndpointPolicy.AllowHTTP = true
 		cfg.EndpointPolicy.AllowedPrefixes = []string{"127.0.0.0/8"}
 		cfg.EndpointPolicy.AllowedPorts = []int{int(recv.Port)}

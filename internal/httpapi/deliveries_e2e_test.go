@@ -1,0 +1,81 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcdev/svc/internal/webhook/webhooktest"
+)
+
+// deliveryView polls GET /deliveries/{id} until cond holds.
+func (b *deliveriesBundle) awaitDelivery(t *testing.T, id string, cond func(map[string]any) bool) map[string]any {
+	t.Helper()
+	var view map[string]any
+	require.Eventually(t, func() bool {
+		status, out, _ := b.do(t, http.MethodGet, "/api/v1/deliveries/"+id, nil)
+		require.Equal(t, http.StatusOK, status, out)
+		view = out
+		return cond(out)
+	}, 30*time.Second, 20*time.Millisecond, "delivery %s never reached the state; last seen %v", id, view)
+	return view
+}
+
+// The running process delivers webhooks itself: a committed event reaches the
+// receiver signed, a failure is retried with the same webhook-id, and a 410
+// disables the subscription.
+func TestWebhooksAreDeliveredByTheRunningProcess(t *testing.T) {
+	t.Parallel()
+	b := startDeliveries(t, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	sub, secret := b.hook(t, "/hooks")
+
+	// Delivered at once: the commit wakes the senders.
+	first := b.emit(t, "first")[0]
+	reqs, err := b.recv.WaitFor(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, first, reqs[0].Header.Get("webhook-id"))
+	require.NoError(t, webhooktest.Verify(secret, reqs[0].Header, reqs[0].Body, time.Now(), webhooktest.DefaultTolerance))
+	var event map[string]any
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &event))
+	require.Equal(t, "agent.revision_published", event["type"])
+	require.Equal(t, map[string]any{"agent_id": "ap_x", "name": "first"}, event["data"])
+	view := b.awaitDelivery(t, first, func(v map[string]any) bool { return v["status"] == "delivered" })
+	attempts := view["attempts"].([]any)
+	require.Len(t, attempts, 1)
+	require.EqualValues(t, 204, attempts[0].(map[string]any)["status_code"])
+
+	// A failing receiver: the delivery waits for its retry, then succeeds with
+	// the same webhook-id and a fresh signature.
+	b.recv.Respond(http.StatusServiceUnavailable, "busy")
+	second := b.emit(t, "second")[0]
+	_, err = b.recv.WaitFor(ctx, 2)
+	require.NoError(t, err)
+	view = b.awaitDelivery(t, second, func(v map[string]any) bool { return v["last_error"] != nil })
+	require.Equal(t, "pending", view["status"])
+	require.EqualValues(t, 1, view["attempts_used"])
+	b.recv.Respond(http.StatusOK, "")
+	_, err = b.h.App.Pool.Exec(ctx, `UPDATE outbox SET next_attempt_at = now() WHERE id = $1`, second)
+	require.NoError(t, err)
+	b.h.App.Outbox.Wake()
+	reqs, err = b.recv.WaitFor(ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, second, reqs[2].Header.Get("webhook-id"))
+	require.NoError(t, webhooktest.Verify(secret, reqs[2].Header, reqs[2].Body, time.Now(), webhooktest.DefaultTolerance))
+	view = b.awaitDelivery(t, second, func(v map[string]any) bool { return v["status"] == "delivered" })
+	require.Len(t, view["attempts"], 2)
+
+	// 410 Gone: the delivery is dead and the subscription disabled.
+	b.recv.Respond(http.StatusGone, "")
+	third := b.emit(t, "third")[0]
+	b.awaitDelivery(t, third, func(v map[string]any) bool { return v["status"] == "dead" })
+	status, out, _ := b.do(t, http.MethodGet, subscriptionsPath+"/"+sub["id"].(string), nil)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, false, out["enabled"])
+	require.Empty(t, b.emit(t, "fourth"), "a disabled subscription gets no new deliveries")
+}
