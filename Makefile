@@ -10,7 +10,7 @@ GOTOOL := go tool -modfile=tools/go.mod
 # sqlc's parser uses cgo.
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test test/go bench bench/go bench/agents bench/assets generate generate/api generate/sqlc check-generated vet fmt services clean
+.PHONY: all build run test test/go bench bench/go bench/agents bench/assets bench/outbox generate generate/api generate/sqlc check-generated vet fmt services clean
 
 all: build
 
@@ -42,6 +42,13 @@ bench/agents:
 bench/assets:
 	scripts/services.sh start
 	eval "$$(scripts/services.sh env)" && go test -run '^$$' -bench BenchmarkAssetUpload -benchtime 5x -count 1 ./internal/httpapi
+
+## bench/outbox: webhook delivery through the engine (defaults and raised), the
+## engine beside 1,000,000 settled rows, and purging 1,000,000 rows under a sender
+bench/outbox:
+	scripts/services.sh start
+	eval "$$(scripts/services.sh env)" && go test -run '^$$' -bench BenchmarkSustainedDelivery -benchtime 2x -count 1 ./internal/webhook
+	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench 'BenchmarkDeliverNoop|BenchmarkPurgeMillion' -benchtime 2x -count 1 -timeout 40m ./internal/outbox
 
 ## generate: regenerate gen/ from openapi/openapi.yaml and sql/
 generate: generate/api generate/sqlc
