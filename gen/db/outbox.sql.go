@@ -244,7 +244,10 @@ WITH r AS (
         settled_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
         last_error = CASE WHEN r.charged THEN NULLIF(r.error, '') ELSE o.last_error END
     FROM r
-    WHERE o.id = r.id AND o.attempt_number = r.number AND o.status = 'pending'
+    -- settled_at IS NULL means pending; said so rather than with status, the
+    -- planner cannot pick the pending rows' partial index (which it believes
+    -- tiny when most rows are settled) over the primary key.
+    WHERE o.id = r.id AND o.attempt_number = r.number AND o.settled_at IS NULL
     RETURNING o.id
 ), att AS (
     INSERT INTO outbox_attempt (delivery_id, number, replica, started_at, duration_ms, result, status_code, response, error)

@@ -46,8 +46,10 @@ func fillSettled(b *testing.B, pool *pgxpool.Pool, n int) {
 
 func fillPending(b *testing.B, pool *pgxpool.Pool, n int) {
 	b.Helper()
+	// Ids sort after the settled rows' and rise with time, as ULIDs do.
 	_, err := pool.Exec(context.Background(), `INSERT INTO outbox (id, kind, payload)
-		SELECT 'dlv_pending_' || gen_random_uuid(), $1, '{"n": 1}' FROM generate_series(1, $2::int)`, kind, n)
+		SELECT 'dlv_zz' || to_char(clock_timestamp(), 'YYYYMMDDHH24MISSUS') || lpad(g::text, 8, '0'), $1, '{"n": 1}'
+		FROM generate_series(1, $2::int) g`, kind, n)
 	require.NoError(b, err)
 }
 

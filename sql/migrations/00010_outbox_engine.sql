@@ -13,6 +13,10 @@
 ALTER TABLE outbox DROP CONSTRAINT outbox_status_check;
 ALTER TABLE outbox ADD CONSTRAINT outbox_status_check CHECK (status IN ('pending', 'delivered', 'dead', 'cancelled'));
 ALTER TABLE outbox ADD COLUMN attempt_number integer NOT NULL DEFAULT 0;
+-- A row is settled exactly when it is not pending (the settle statement relies on it).
+UPDATE outbox SET settled_at = coalesce(settled_at, now()) WHERE status <> 'pending';
+UPDATE outbox SET settled_at = NULL WHERE status = 'pending';
+ALTER TABLE outbox ADD CONSTRAINT outbox_settled_when_not_pending CHECK ((status = 'pending') = (settled_at IS NULL));
 -- A webhook delivery names its subscription and event type; deleting the
 -- subscription deletes its deliveries with it.
 ALTER TABLE outbox ADD COLUMN subscription_id text REFERENCES subscription (id) ON DELETE CASCADE;
@@ -56,6 +60,7 @@ DROP INDEX outbox_subscription_idx;
 DROP INDEX outbox_settled_idx;
 CREATE INDEX outbox_settled_idx ON outbox (kind, settled_at) WHERE status <> 'pending';
 ALTER TABLE outbox DROP CONSTRAINT outbox_webhook_target;
+ALTER TABLE outbox DROP CONSTRAINT outbox_settled_when_not_pending;
 ALTER TABLE outbox DROP COLUMN event_type;
 ALTER TABLE outbox DROP COLUMN subscription_id;
 ALTER TABLE outbox DROP COLUMN attempt_number;
