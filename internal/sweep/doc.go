@@ -16,4 +16,8 @@
 // svc_sweep_passes_total{result="error"}; the next interval retries it. The
 // runner's tasks never stop on their own, so a failing pass does not make the
 // process unready, while a stopped runner task does.
+//
+// An EveryReplica sweep (deliver_outbox) takes no claim: it runs on every
+// replica at once, because the rows it works on are leased one by one, and it
+// can be woken before its interval.
 package sweep
