@@ -161,7 +161,7 @@ type ccChunk struct {
 		Delta struct {
 			Content   *string `json:"content"`
 			ToolCalls []struct {
-				Index    int    `json:"index"`
+				Index    *int   `json:"index"`
 				ID       string `json:"id"`
 				Function struct {
 					Name      string `json:"name"`
@@ -229,7 +229,7 @@ func (a *ccAssembly) chunk(ch ccChunk) error {
 			}
 		}
 		for _, tc := range choice.Delta.ToolCalls {
-			if err := a.toolDelta(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments); err != nil {
+			if err := a.toolDelta(a.indexOf(tc.Index, tc.ID), tc.ID, tc.Function.Name, tc.Function.Arguments); err != nil {
 				return err
 			}
 		}
@@ -245,6 +245,36 @@ func (a *ccAssembly) chunk(ch ccChunk) error {
 		return a.emit(Event{Kind: EventUsage, Usage: a.usage})
 	}
 	return nil
+}
+
+// indexOf is the vendor index of a tool call delta. A few compatible vendors
+// leave index out: a new id then starts a new call, and a delta without id
+// continues the latest one.
+func (a *ccAssembly) indexOf(index *int, id string) int {
+	if index != nil {
+		return *index
+	}
+	last, ok := -1, false
+	for i, n := range a.order {
+		if n == len(a.order)-1 {
+			last, ok = i, true
+		}
+	}
+	if !ok {
+		return 0
+	}
+	if id != "" && a.calls[last].ID != "" && a.calls[last].ID != id {
+		return a.nextFreeIndex()
+	}
+	return last
+}
+
+func (a *ccAssembly) nextFreeIndex() int {
+	n := 0
+	for i := range a.calls {
+		n = max(n, i+1)
+	}
+	return n
 }
 
 func (a *ccAssembly) toolDelta(index int, id, name, args string) error {

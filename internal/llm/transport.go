@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/svcdev/svc/internal/endpoint"
 )
 
 // Endpoint is where and how an adapter sends its requests.
@@ -100,7 +102,7 @@ type Error struct {
 	RetryAfter time.Duration
 	// Attempts is the number of requests made.
 	Attempts int
-	// cause is a sentinel such as ErrStreamCut; never a transport error,
+	// cause is a sentinel (ErrStreamCut, endpoint.ErrRefused); never a transport error,
 	// whose text can carry URLs.
 	cause error
 }
@@ -334,7 +336,14 @@ func (c call) once(ctx context.Context, emit func(Event) error) (Response, error
 		if ctx.Err() != nil {
 			return Response{}, ctx.Err()
 		}
-		return Response{}, &Error{API: c.api, Message: "request failed: " + clean(err.Error(), key), Retryable: true}
+		// A refusal of the endpoint policy stays a refusal; other transport
+		// failures (refused or reset connections, TLS, timeouts) may pass.
+		refused := errors.Is(err, endpoint.ErrRefused)
+		e := &Error{API: c.api, Message: "request failed: " + clean(err.Error(), key), Retryable: !refused}
+		if refused {
+			e.cause = endpoint.ErrRefused
+		}
+		return Response{}, e
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
