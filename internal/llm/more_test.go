@@ -55,7 +55,7 @@ func TestChatCompletionsToolCallsWithoutIndex(t *testing.T) {
 	v := newVendor(t, sse(
 		ccChunk(`{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"one","arguments":"{\"x\":"}}]}`, "null"),
 		ccChunk(`{"tool_calls":[{"function":{"arguments":"1}"}}]}`, "null"),
-		ccChunk(`{"tool_calls":[{"id":"b","type":"function","function":{"name":"two","arguments":"{}"}}]}`, `"tool_calls"`),
+		ccChunk(`{"tool_calls":[{"id":"b","type":"function","function":{"name":"two","arguments":"{}"}}]}`, `"stop"`),
 		ccDone,
 	))
 	r, err := llm.NewChatCompletions(v.endpoint(""), llm.ChatCompletionsOptions{}).Stream(context.Background(), hello, func(llm.Event) error { return nil })
@@ -63,7 +63,7 @@ func TestChatCompletionsToolCallsWithoutIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []llm.ToolCall{{ID: "a", Name: "one", Arguments: `{"x":1}`}, {ID: "b", Name: "two", Arguments: "{}"}}
-	if !reflect.DeepEqual(r.Message.ToolCalls, want) || r.Usage != (llm.Usage{}) {
+	if !reflect.DeepEqual(r.Message.ToolCalls, want) || r.Usage != (llm.Usage{}) || r.FinishReason != llm.FinishToolCalls || r.VendorFinishReason != "stop" {
 		t.Fatalf("response = %+v", r)
 	}
 }
@@ -119,4 +119,40 @@ func TestRetryAfterWaitIsCancellable(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("returned after %v: the Retry-After wait ignored the context", d)
 	}
+}
+
+// stallAfter streams the frames, then sends nothing until the client leaves.
+func stallAfter(frames ...frame) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		writeFrames(w, frames)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+	}
+}
+
+// A silent vendor is given up on after IdleTimeout: retried while nothing was
+// delivered, returned once text was.
+func TestIdleTimeout(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		v := newVendor(t, stallAfter(), sse(a.final...), stallAfter(a.part...))
+		ep := v.endpoint(a.base)
+		ep.IdleTimeout = 300 * time.Millisecond
+		model := a.make(ep)
+		r, err := model.Stream(context.Background(), hello, func(llm.Event) error { return nil })
+		if err != nil || r.Attempts != 2 || r.Message.Text != finalText {
+			t.Fatalf("after a silent first answer: %+v, %v", r, err)
+		}
+
+		var c collect
+		_, err = model.Stream(context.Background(), hello, c.fn)
+		e := asError(t, err)
+		if !e.Retryable || e.Attempts != 1 || c.text() == "" || len(v.requests()) != 3 {
+			t.Fatalf("after a stall mid-stream: %+v, streamed %q, %d requests", e, c.text(), len(v.requests()))
+		}
+	})
 }

@@ -347,6 +347,9 @@ func (a *ccAssembly) finishStream() (Response, error) {
 		msg.ToolCalls = append(msg.ToolCalls, *a.calls[index])
 	}
 	reason := ccFinishReason(a.finish)
+	if reason == FinishStop && len(msg.ToolCalls) > 0 {
+		reason = FinishToolCalls // some compatible servers say "stop" after tool calls
+	}
 	if err := a.emit(Event{Kind: EventFinish, FinishReason: reason}); err != nil {
 		return Response{}, err
 	}

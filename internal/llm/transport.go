@@ -39,7 +39,14 @@ type Endpoint struct {
 	HTTPClient *http.Client
 	// Retry bounds retries; the zero value is DefaultRetry.
 	Retry RetryPolicy
+	// IdleTimeout ends a call whose answer (headers or stream) sends nothing
+	// for this long; 0 is DefaultIdleTimeout, negative waits forever. The
+	// vendors' streams send keep-alives (Anthropic's ping) well within it.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is the IdleTimeout of an Endpoint that sets none.
+const DefaultIdleTimeout = 5 * time.Minute
 
 // RetryPolicy bounds the retries of one call.
 type RetryPolicy struct {
@@ -239,6 +246,7 @@ type call struct {
 	authPrefix  string
 	decode      func(ctx context.Context, body io.Reader, emit func(Event) error) (Response, error)
 	endpointCfg Endpoint
+	watch       func() // set by once: resets the idle timer
 }
 
 // run POSTs the call, retrying as the policy allows until an answer starts
@@ -310,9 +318,101 @@ func sleep(ctx context.Context, d time.Duration) error {
 // once makes one request and decodes its answer.
 func (c call) once(ctx context.Context, emit func(Event) error) (Response, error) {
 	key := c.endpointCfg.APIKey
+	idle := c.endpointCfg.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if idle > 0 {
+		timer := time.AfterFunc(idle, func() { cancel(errIdle) })
+		defer timer.Stop()
+		c.watch = func() { timer.Reset(idle) }
+	}
+	resp, err := c.send(reqCtx, key)
+	if err != nil {
+		return Response{}, c.failure(ctx, reqCtx, err, key, "request failed: ")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Response{}, statusError(c.api, resp, key)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_, msg := vendorError(body)
+		return Response{}, &Error{API: c.api, StatusCode: resp.StatusCode,
+			Message: clean(fmt.Sprintf("expected an event stream, got %q %s", ct, msg), key)}
+	}
+	out, err := c.decode(reqCtx, &watchedReader{r: resp.Body, watch: c.watch}, emit)
+	if err != nil {
+		var e *Error
+		var cb *callbackError
+		switch {
+		case errors.As(err, &cb):
+			return Response{}, err
+		case errors.As(err, &e):
+			e.Message, e.Type = clean(e.Message, key), clean(e.Type, key)
+			return Response{}, e
+		default:
+			return Response{}, c.failure(ctx, reqCtx, err, key, "")
+		}
+	}
+	return out, nil
+}
+
+// errIdle cancels a request whose answer went silent.
+var errIdle = errors.New("idle")
+
+// watchedReader calls watch after every read that returned data.
+type watchedReader struct {
+	r     io.Reader
+	watch func()
+}
+
+func (w *watchedReader) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 && w.watch != nil {
+		w.watch()
+	}
+	return n, err
+}
+
+// failure turns a transport or read error into the call's error: the caller's
+// cancellation as is; otherwise an *Error, retryable unless the endpoint
+// policy refused the call (run retries only while nothing was delivered).
+func (c call) failure(ctx, reqCtx context.Context, err error, key, prefix string) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var own *Error
+	if errors.As(err, &own) {
+		return own
+	}
+	if errors.Is(context.Cause(reqCtx), errIdle) {
+		return &Error{API: c.api, Message: "the vendor sent nothing for " + c.idle().String(), Retryable: true}
+	}
+	e := &Error{API: c.api, Message: prefix + clean(err.Error(), key), Retryable: true}
+	switch {
+	case errors.Is(err, endpoint.ErrRefused):
+		e.Retryable, e.cause = false, endpoint.ErrRefused
+	case errors.Is(err, ErrStreamCut):
+		e.cause = ErrStreamCut
+	}
+	return e
+}
+
+func (c call) idle() time.Duration {
+	if c.endpointCfg.IdleTimeout == 0 {
+		return DefaultIdleTimeout
+	}
+	return c.endpointCfg.IdleTimeout
+}
+
+// send POSTs the body with the call's headers.
+func (c call) send(ctx context.Context, key string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
 	if err != nil {
-		return Response{}, &Error{API: c.api, Message: "invalid endpoint URL: " + clean(err.Error(), key)}
+		return nil, &Error{API: c.api, Message: "invalid endpoint URL: " + clean(err.Error(), key)}
 	}
 	for k, v := range c.endpointCfg.Headers {
 		if v != "" {
@@ -331,53 +431,7 @@ func (c call) once(ctx context.Context, emit func(Event) error) (Response, error
 	if client == nil {
 		client = http.DefaultClient
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return Response{}, ctx.Err()
-		}
-		// A refusal of the endpoint policy stays a refusal; other transport
-		// failures (refused or reset connections, TLS, timeouts) may pass.
-		refused := errors.Is(err, endpoint.ErrRefused)
-		e := &Error{API: c.api, Message: "request failed: " + clean(err.Error(), key), Retryable: !refused}
-		if refused {
-			e.cause = endpoint.ErrRefused
-		}
-		return Response{}, e
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return Response{}, statusError(c.api, resp, key)
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		_, msg := vendorError(body)
-		return Response{}, &Error{API: c.api, StatusCode: resp.StatusCode,
-			Message: clean(fmt.Sprintf("expected an event stream, got %q %s", ct, msg), key)}
-	}
-	out, err := c.decode(ctx, resp.Body, emit)
-	if err != nil {
-		var e *Error
-		var cb *callbackError
-		switch {
-		case errors.As(err, &cb):
-			return Response{}, err
-		case errors.As(err, &e):
-			e.Message, e.Type = clean(e.Message, key), clean(e.Type, key)
-			return Response{}, e
-		case ctx.Err() != nil:
-			return Response{}, ctx.Err()
-		default:
-			// A read error or a cut: retryable only while nothing was delivered,
-			// which run checks.
-			e := &Error{API: c.api, Message: clean(err.Error(), key), Retryable: true}
-			if errors.Is(err, ErrStreamCut) {
-				e.cause = ErrStreamCut
-			}
-			return Response{}, e
-		}
-	}
-	return out, nil
+	return client.Do(req)
 }
 
 // sseEvent is one Server-Sent Events message.
