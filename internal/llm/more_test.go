@@ -156,3 +156,25 @@ func TestIdleTimeout(t *testing.T) {
 		}
 	})
 }
+
+// Portkey-style: the key in a custom header, a second secret in an extra
+// header; a vendor that echoes either does not put it in the error.
+func TestExtraHeaderSecretsAreRedacted(t *testing.T) {
+	const virtualKey = "vk-portkey-7f3a9c21"
+	v := newVendor(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"error":{"message":"virtual key ` + r.Header.Get("x-portkey-virtual-key") + ` is not allowed for ` + r.Header.Get("x-portkey-api-key") + `"}}`))
+	})
+	ep := v.endpoint("/v1")
+	ep.AuthHeader, ep.AuthPrefix = "x-portkey-api-key", ""
+	ep.Headers = map[string]string{"x-portkey-virtual-key": virtualKey}
+	_, err := llm.NewChatCompletions(ep, llm.ChatCompletionsOptions{}).Stream(context.Background(), hello, func(llm.Event) error { return nil })
+	e := asError(t, err)
+	if e.StatusCode != 403 || e.Message != "virtual key [redacted] is not allowed for [redacted]" {
+		t.Fatalf("error = %+v", e)
+	}
+	if h := v.requests()[0].header; h.Get("x-portkey-api-key") != testKey || h.Get("Authorization") != "" {
+		t.Fatalf("headers = %v", h)
+	}
+}

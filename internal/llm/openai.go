@@ -216,7 +216,7 @@ func decodeChatCompletions(_ context.Context, body io.Reader, emit func(Event) e
 func (a *ccAssembly) chunk(ch ccChunk) error {
 	if len(ch.Error) > 0 && string(ch.Error) != "null" {
 		typ, msg := vendorError([]byte(`{"error":` + string(ch.Error) + `}`))
-		return &Error{API: APIChatCompletions, Type: clean(typ, ""), Message: clean(msg, ""), Retryable: true}
+		return &Error{API: APIChatCompletions, Type: clean(typ), Message: clean(msg), Retryable: true}
 	}
 	for _, choice := range ch.Choices {
 		if choice.Index != 0 {

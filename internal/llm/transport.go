@@ -31,7 +31,8 @@ type Endpoint struct {
 	AuthHeader string
 	AuthPrefix string
 	// Headers are sent with every request (OpenAI-Organization, a gateway's
-	// headers...); empty values are left out. They cannot replace the auth header.
+	// headers, Portkey's virtual key...); empty values are left out. They cannot
+	// replace the auth header. Errors never show their values, as for APIKey.
 	Headers map[string]string
 	// HTTPClient sends the requests: the endpoint policy's guarded client, built
 	// with timeout 0 since answers stream for minutes (cancel the context
@@ -43,6 +44,16 @@ type Endpoint struct {
 	// for this long; 0 is DefaultIdleTimeout, negative waits forever. The
 	// vendors' streams send keep-alives (Anthropic's ping) well within it.
 	IdleTimeout time.Duration
+}
+
+// secrets are the values errors must not show: the key and every extra
+// header's value (Portkey's virtual key travels in one).
+func (ep Endpoint) secrets() []string {
+	out := []string{ep.APIKey}
+	for _, v := range ep.Headers {
+		out = append(out, v)
+	}
+	return out
 }
 
 // DefaultIdleTimeout is the IdleTimeout of an Endpoint that sets none.
@@ -148,8 +159,11 @@ var secretLike = regexp.MustCompile(`(?i)(sk-[a-z0-9_\-]{6,}|bearer\s+[a-z0-9._\
 
 // clean shortens a vendor message and removes the key and key-like tokens from
 // it (vendors echo keys: "Incorrect API key provided: sk-...").
-func clean(s, key string) string {
-	if key != "" {
+func clean(s string, secrets ...string) string {
+	for _, key := range secrets {
+		if len(key) < 4 {
+			continue
+		}
 		s = strings.ReplaceAll(s, key, "[redacted]")
 		if len(key) > 8 { // partial echoes such as "sk-abc***xyz"
 			s = strings.ReplaceAll(s, key[:8], "[redacted]")
@@ -202,7 +216,7 @@ func vendorError(body []byte) (typ, msg string) {
 }
 
 // statusError turns an HTTP error answer into an *Error.
-func statusError(api string, resp *http.Response, key string) *Error {
+func statusError(api string, resp *http.Response, secrets []string) *Error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	typ, msg := vendorError(body)
 	if msg == "" {
@@ -211,8 +225,8 @@ func statusError(api string, resp *http.Response, key string) *Error {
 	return &Error{
 		API:        api,
 		StatusCode: resp.StatusCode,
-		Type:       clean(typ, key),
-		Message:    clean(msg, key),
+		Type:       clean(typ, secrets...),
+		Message:    clean(msg, secrets...),
 		Retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
 		RetryAfter: retryAfter(resp.Header.Get("Retry-After")),
 	}
@@ -318,6 +332,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // once makes one request and decodes its answer.
 func (c call) once(ctx context.Context, emit func(Event) error) (Response, error) {
 	key := c.endpointCfg.APIKey
+	secrets := c.endpointCfg.secrets()
 	idle := c.endpointCfg.IdleTimeout
 	if idle == 0 {
 		idle = DefaultIdleTimeout
@@ -331,17 +346,17 @@ func (c call) once(ctx context.Context, emit func(Event) error) (Response, error
 	}
 	resp, err := c.send(reqCtx, key)
 	if err != nil {
-		return Response{}, c.failure(ctx, reqCtx, err, key, "request failed: ")
+		return Response{}, c.failure(ctx, reqCtx, err, secrets, "request failed: ")
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Response{}, statusError(c.api, resp, key)
+		return Response{}, statusError(c.api, resp, secrets)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_, msg := vendorError(body)
 		return Response{}, &Error{API: c.api, StatusCode: resp.StatusCode,
-			Message: clean(fmt.Sprintf("expected an event stream, got %q %s", ct, msg), key)}
+			Message: clean(fmt.Sprintf("expected an event stream, got %q %s", ct, msg), secrets...)}
 	}
 	out, err := c.decode(reqCtx, &watchedReader{r: resp.Body, watch: c.watch}, emit)
 	if err != nil {
@@ -351,10 +366,10 @@ func (c call) once(ctx context.Context, emit func(Event) error) (Response, error
 		case errors.As(err, &cb):
 			return Response{}, err
 		case errors.As(err, &e):
-			e.Message, e.Type = clean(e.Message, key), clean(e.Type, key)
+			e.Message, e.Type = clean(e.Message, secrets...), clean(e.Type, secrets...)
 			return Response{}, e
 		default:
-			return Response{}, c.failure(ctx, reqCtx, err, key, "")
+			return Response{}, c.failure(ctx, reqCtx, err, secrets, "")
 		}
 	}
 	return out, nil
@@ -380,7 +395,7 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 // failure turns a transport or read error into the call's error: the caller's
 // cancellation as is; otherwise an *Error, retryable unless the endpoint
 // policy refused the call (run retries only while nothing was delivered).
-func (c call) failure(ctx, reqCtx context.Context, err error, key, prefix string) error {
+func (c call) failure(ctx, reqCtx context.Context, err error, secrets []string, prefix string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -391,7 +406,7 @@ func (c call) failure(ctx, reqCtx context.Context, err error, key, prefix string
 	if errors.Is(context.Cause(reqCtx), errIdle) {
 		return &Error{API: c.api, Message: "the vendor sent nothing for " + c.idle().String(), Retryable: true}
 	}
-	e := &Error{API: c.api, Message: prefix + clean(err.Error(), key), Retryable: true}
+	e := &Error{API: c.api, Message: prefix + clean(err.Error(), secrets...), Retryable: true}
 	switch {
 	case errors.Is(err, endpoint.ErrRefused):
 		e.Retryable, e.cause = false, endpoint.ErrRefused
@@ -412,7 +427,7 @@ func (c call) idle() time.Duration {
 func (c call) send(ctx context.Context, key string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
 	if err != nil {
-		return nil, &Error{API: c.api, Message: "invalid endpoint URL: " + clean(err.Error(), key)}
+		return nil, &Error{API: c.api, Message: "invalid endpoint URL: " + clean(err.Error(), c.endpointCfg.secrets()...)}
 	}
 	for k, v := range c.endpointCfg.Headers {
 		if v != "" {
