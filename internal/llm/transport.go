@@ -41,8 +41,8 @@ type Endpoint struct {
 	// Retry bounds retries; the zero value is DefaultRetry.
 	Retry RetryPolicy
 	// IdleTimeout ends a call whose answer (headers or stream) sends nothing
-	// for this long; 0 is DefaultIdleTimeout, negative waits forever. The
-	// vendors' streams send keep-alives (Anthropic's ping) well within it.
+	// for this long; 0 is DefaultIdleTimeout, negative waits forever. Anthropic
+	// streams pings; the default leaves room for a reasoning model's silence.
 	IdleTimeout time.Duration
 }
 
