@@ -3,7 +3,6 @@ package envlocal
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -336,5 +335,3 @@ func firstPid(t *testing.T, out []byte) int {
 	}
 	return pid
 }
-
-var _ = fmt.Sprintf
