@@ -19,6 +19,7 @@
 package envlocal
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -55,6 +56,18 @@ type Config struct {
 	// TimeoutSeconds is the environment's lifetime (1..86400, default 3600).
 	// After it, commands are refused and the maintain sweep should destroy it.
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+}
+
+// ParseConfig decodes an environment template's configuration (the JSON
+// object the type's environment schema describes). Unknown fields are refused.
+func ParseConfig(raw []byte) (Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	return c, nil
 }
 
 // The schema's bounds for timeout_seconds.
@@ -189,17 +202,27 @@ func (p *Provider) Open(envID string) (*Env, error) {
 }
 
 // Destroy removes the environment's folder and everything in it. Destroying a
-// missing environment succeeds. Commands still running in it are not stopped
-// (they belong to the process that started them; see Env.Run).
+// missing environment succeeds. Commands running in it that this process
+// started are killed first (their process groups); commands started by
+// another process on the host are not.
 func (p *Provider) Destroy(envID string) error {
 	dir, err := p.envDir(envID)
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("envlocal: destroy environment: %w", err)
+	killGroupsIn(filepath.Join(dir, "work"))
+	// A command killed just now may create a file while it dies, which fails
+	// the removal of its directory (ENOTEMPTY); a few retries cover that.
+	for attempt := 0; ; attempt++ {
+		err = os.RemoveAll(dir)
+		if err == nil {
+			return nil
+		}
+		if attempt == 4 {
+			return fmt.Errorf("envlocal: destroy environment: %w", err)
+		}
+		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
 	}
-	return nil
 }
 
 func readMeta(dir string) (meta, error) {

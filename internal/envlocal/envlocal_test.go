@@ -54,6 +54,18 @@ func TestNewRefusesWhenDisabledOrInvalid(t *testing.T) {
 	}
 }
 
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"workdir":"/srv/envs","timeout_seconds":120}`))
+	if err != nil || c != (Config{Workdir: "/srv/envs", TimeoutSeconds: 120}) {
+		t.Fatalf("ParseConfig: %+v, %v", c, err)
+	}
+	for _, bad := range []string{`{"workdir":"/x","image":"alpine"}`, `{"workdir":1}`, `[]`, ``} {
+		if _, err := ParseConfig([]byte(bad)); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("ParseConfig(%s): got %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+}
+
 func TestCreateOpenDestroy(t *testing.T) {
 	p, base := newProvider(t, Options{})
 	envID := id.New(id.Environment)

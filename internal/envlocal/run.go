@@ -106,7 +106,9 @@ func (e *Env) Run(ctx context.Context, c Command) (Result, error) {
 		return Result{}, fmt.Errorf("envlocal: start %q: %w", c.Argv[0], err)
 	}
 	pid := cmd.Process.Pid
+	registerGroup(e.dir, pid)
 	if err := e.p.limits.apply(pid); err != nil {
+		unregisterGroup(e.dir, pid)
 		killGroup(pid)
 		_ = cmd.Wait()
 		return Result{}, err
@@ -127,12 +129,16 @@ func (e *Env) Run(ctx context.Context, c Command) (Result, error) {
 	}()
 	waitErr := waitExitNoReap(pid)
 	dur := time.Since(start)
+	unregisterGroup(e.dir, pid)
 	close(exited)
 	<-killerDone
 	killGroup(pid) // leftovers in the group; the leader is a zombie, not yet reaped
 	err = cmd.Wait()
 	if waitErr != nil {
 		return Result{}, waitErr
+	}
+	if cmd.ProcessState == nil {
+		return Result{}, fmt.Errorf("envlocal: wait for %q: %w", c.Argv[0], err)
 	}
 
 	res := Result{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -338,5 +339,58 @@ func BenchmarkWriteFile(b *testing.B) {
 		if err := e.WriteFile("f", data); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestDestroyKillsRunningCommands(t *testing.T) {
+	p, base := newProvider(t, Options{})
+	envID := "env_01jd5v6w1q3yb8j8y3tn9z2k7h"
+	e, err := p.Create(envID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	type out struct {
+		res Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := e.Run(context.Background(), Command{Argv: []string{"sh", "-c", "sleep 300 & echo $$ $! > pids.tmp; mv pids.tmp pids; wait"}, Timeout: 10 * time.Minute})
+		done <- out{res, err}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	var ps []int
+	for {
+		if got, err := e.ReadFile("pids", 0); err == nil {
+			ps = pids(t, got.Data)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never wrote its pids")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Another Provider value for the same base, as the maintain sweep would have.
+	p2, err := New(enabled, Config{Workdir: base}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.Destroy(envID); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	select {
+	case o := <-done:
+		if o.err != nil || o.res.Signal != "killed" {
+			t.Fatalf("run in a destroyed environment: %+v, %v", o.res, o.err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not return after Destroy")
+	}
+	for _, pid := range ps {
+		gone(t, pid)
+	}
+	if _, err := os.Stat(filepath.Join(base, envID)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("folder still there: %v", err)
 	}
 }
