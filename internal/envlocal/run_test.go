@@ -394,3 +394,17 @@ func TestDestroyKillsRunningCommands(t *testing.T) {
 		t.Fatalf("folder still there: %v", err)
 	}
 }
+
+func TestRunAddressSpaceLimitStopsABigAllocation(t *testing.T) {
+	e := newEnv(t, Options{Limits: Limits{AddressSpaceBytes: 64 << 20}})
+	// The shell holds the whole string in memory: 1 MB fits in 64 MiB, 100 MB doesn't.
+	script := `x=$(head -c "$N" /dev/zero | tr "\0" a); echo ${#x}`
+	res := run(t, e, Command{Argv: []string{"sh", "-c", script}, Env: map[string]string{"N": "1000000"}})
+	if res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "1000000" {
+		t.Fatalf("1 MB under 64 MiB: %+v", res)
+	}
+	res = run(t, e, Command{Argv: []string{"sh", "-c", script}, Env: map[string]string{"N": "100000000"}})
+	if res.ExitCode == 0 && res.Signal == "" {
+		t.Fatalf("100 MB under a 64 MiB address-space limit succeeded: %+v", res)
+	}
+}
