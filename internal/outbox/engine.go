@@ -43,9 +43,6 @@ type Engine struct {
 	metrics    *Metrics
 	deliverers map[string]Deliverer
 	wake       chan struct{}
-
-	// BackoffBase replaces the package's BackoffBase; tests shorten it.
-	BackoffBase time.Duration
 }
 
 // NewEngine returns an engine for this replica. Register each kind's deliverer
@@ -53,7 +50,7 @@ type Engine struct {
 func NewEngine(pool *pgxpool.Pool, cfg config.Outbox, replica string, log *slog.Logger, m *Metrics) *Engine {
 	return &Engine{
 		pool: pool, q: db.New(), cfg: cfg, replica: replica, log: log, metrics: m,
-		deliverers: map[string]Deliverer{}, wake: make(chan struct{}, 1), BackoffBase: BackoffBase,
+		deliverers: map[string]Deliverer{}, wake: make(chan struct{}, 1),
 	}
 }
 
@@ -181,7 +178,7 @@ func (e *Engine) settle(c Claimed, number int, p config.OutboxPolicy, start time
 		s.status, s.result, s.errText = StatusDead, "failed", out.Err.Error()
 	default:
 		s.status, s.result, s.errText = StatusPending, "failed", out.Err.Error()
-		s.retry = e.backoff(c.Attempt)
+		s.retry = Backoff(BackoffBase, c.Attempt)
 	}
 	return s
 }
@@ -200,11 +197,6 @@ func (e *Engine) expired(c Claimed, number int) settlement {
 // giveBack returns a claimed row to the queue at once, uncharged.
 func giveBack(c Claimed, number int) settlement {
 	return settlement{id: c.ID, kind: c.Kind, number: number, status: StatusPending, started: time.Now()}
-}
-
-// backoff is the delay after the attempt-th failed attempt.
-func (e *Engine) backoff(attempt int) time.Duration {
-	return Backoff(e.BackoffBase, attempt)
 }
 
 // Backoff is the delay after the attempt-th failed attempt with the given
