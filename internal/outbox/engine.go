@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
@@ -109,7 +107,7 @@ func (e *Engine) drain(ctx context.Context, kind string, d Deliverer) error {
 			for _, row := range rows {
 				c := claimed(row)
 				if c.Attempt > p.MaxAttempts {
-					results <- e.expired(c, int(row.AttemptNumber))
+					results <- expired(c, int(row.AttemptNumber))
 					continue
 				}
 				select {
@@ -150,7 +148,7 @@ func (e *Engine) attempt(ctx context.Context, d Deliverer, p config.OutboxPolicy
 	defer func() {
 		if r := recover(); r != nil {
 			e.log.Error("outbox deliverer panicked", "kind", c.Kind, "delivery", c.ID, "panic", fmt.Sprint(r))
-			s = e.settle(c, number, p, start, Failed(fmt.Errorf("the deliverer failed unexpectedly")))
+			s = settle(c, number, p, start, Failed(fmt.Errorf("the deliverer failed unexpectedly")))
 		}
 	}()
 	out := d.Deliver(actx, c)
@@ -160,14 +158,14 @@ func (e *Engine) attempt(ctx context.Context, d Deliverer, p config.OutboxPolicy
 	if out.Err != nil && actx.Err() != nil && !out.Permanent {
 		out.Err = fmt.Errorf("no outcome within the %s lease: %w", lease*9/10, out.Err)
 	}
-	return e.settle(c, number, p, start, out)
+	return settle(c, number, p, start, out)
 }
 
 // settle decides what an attempt's outcome does to its delivery.
-func (e *Engine) settle(c Claimed, number int, p config.OutboxPolicy, start time.Time, out Outcome) settlement {
+func settle(c Claimed, number int, p config.OutboxPolicy, start time.Time, out Outcome) settlement {
 	s := settlement{
 		id: c.ID, kind: c.Kind, number: number, charged: true, started: start,
-		duration: time.Since(start), statusCode: out.StatusCode, response: snippet(out.Response),
+		duration: time.Since(start), statusCode: out.StatusCode, response: Snippet([]byte(out.Response)),
 	}
 	switch {
 	case out.Cancel:
@@ -186,7 +184,7 @@ func (e *Engine) settle(c Claimed, number int, p config.OutboxPolicy, start time
 // expired settles a row whose previous sender lost its lease on the last
 // attempt the kind allows: that attempt may have been delivered, but it was
 // used, so the delivery is dead.
-func (e *Engine) expired(c Claimed, number int) settlement {
+func expired(c Claimed, number int) settlement {
 	return settlement{
 		id: c.ID, kind: c.Kind, number: number, charged: true, started: time.Now(),
 		status: StatusDead, result: "failed",
@@ -212,20 +210,6 @@ func Backoff(base time.Duration, attempt int) time.Duration {
 		}
 	}
 	return d - rand.N(d/4+1)
-}
-
-// snippet truncates a response to ResponseSnippetBytes of valid UTF-8 (storing
-// text must not fail on a receiver's invalid bytes or NULs).
-func snippet(s string) string {
-	if len(s) > ResponseSnippetBytes {
-		s = s[:ResponseSnippetBytes]
-	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	for len(s) > ResponseSnippetBytes {
-		_, size := utf8.DecodeLastRuneInString(s)
-		s = s[:len(s)-size]
-	}
-	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
 // claimed converts a claimed row.

@@ -259,7 +259,7 @@ func refusal(msg string) string {
 // returns them as valid UTF-8 text that PostgreSQL accepts.
 func readSnippet(r io.Reader) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(r, outbox.ResponseSnippetBytes))
-	return snippetText(b), err
+	return outbox.Snippet(b), err
 }
 
 // disable disables the subscription whose endpoint (url) answered 410 Gone,
