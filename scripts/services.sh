@@ -395,9 +395,12 @@ start_s3() {
 	ensure_versitygw
 	mkdir -p "$S3_DIR/data"
 	# setsid: the server outlives this script and a terminal's Ctrl-C, like the
-	# daemonized PostgreSQL and Redis.
+	# daemonized PostgreSQL and Redis. --keep-alive: connections are reused, as
+	# every production S3 does (versitygw closes each one after its request
+	# otherwise, and every request would pay a new connection); --quiet: no
+	# log line per request.
 	ROOT_ACCESS_KEY=$S3_ACCESS_KEY ROOT_SECRET_KEY=$S3_SECRET_KEY \
-		setsid "$VERSITYGW" --port "127.0.0.1:$S3_PORT" posix "$S3_DIR/data" \
+		setsid "$VERSITYGW" --port "127.0.0.1:$S3_PORT" --keep-alive --quiet posix "$S3_DIR/data" \
 		</dev/null >"$S3_DIR/versitygw.log" 2>&1 &
 	echo $! >"$S3_DIR/versitygw.pid"
 	wait_for "versitygw on 127.0.0.1:$S3_PORT" "$S3_DIR/versitygw.log" s3_ping

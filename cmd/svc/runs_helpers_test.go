@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -328,30 +329,45 @@ func (e *runsEnv) freezeOutsideTransaction(p *process, runID string) {
 	}
 }
 
-// freezeInsideTransaction stops p with SIGSTOP at a moment it holds run
-// runID's row locked in an open transaction (one of its fenced writes), as
-// a worker paused or cut off from the network mid-write is. It retries until
-// the lock is still held a moment after the stop.
+// freezeInsideTransaction stops p with SIGSTOP inside the transaction that
+// finishes run runID, holding the run's row locked, as a worker paused or cut
+// off from the network mid-write is. (A step's writes are single statements,
+// which PostgreSQL completes without the client; finishing, handing off and
+// retrying are transactions of several.) The test holds the row of p's
+// attempt, so ending it, the second write of finishing, waits with the run's
+// row locked; p is stopped there, the test lets go, and p's session is left
+// idle inside its transaction with the run's row locked.
 func (e *runsEnv) freezeInsideTransaction(p *process, runID string) {
 	e.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		p.signal(syscall.SIGSTOP)
-		free, err := e.rowFree(runID)
+	ctx := e.t.Context()
+	atts := e.attempts(runID)
+	require.Len(e.t, atts, 1)
+	require.True(e.t, ranOn(atts[0], p))
+	hold, err := e.pool.Begin(ctx)
+	require.NoError(e.t, err)
+	defer func() { _ = hold.Rollback(context.Background()) }()
+	_, err = hold.Exec(ctx, `SELECT 1 FROM run_attempt WHERE id = $1 FOR UPDATE`, atts[0].ID)
+	require.NoError(e.t, err)
+	var pid int32
+	e.waitFor("the worker to end its attempt", 30*time.Second, func() bool {
+		err := e.pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%name: AttemptEnd %'`).Scan(&pid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false
+		}
 		require.NoError(e.t, err)
-		if !free {
-			time.Sleep(200 * time.Millisecond) // not merely a commit under way
-			if free, err = e.rowFree(runID); err == nil && !free {
-				return
-			}
-			require.NoError(e.t, err)
-		}
-		p.signal(syscall.SIGCONT)
-		if time.Now().After(deadline) {
-			e.t.Fatalf("could not freeze the worker inside a transaction on run %s", runID)
-		}
-		time.Sleep(time.Duration(1+time.Now().UnixNano()%9) * time.Millisecond)
-	}
+		return true
+	})
+	p.signal(syscall.SIGSTOP)
+	require.NoError(e.t, hold.Rollback(ctx))
+	e.waitFor("the stopped worker's session to sit in its transaction", 10*time.Second, func() bool {
+		var state string
+		require.NoError(e.t, e.pool.QueryRow(ctx, `SELECT state FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&state))
+		return state == "idle in transaction"
+	})
+	free, err := e.rowFree(runID)
+	require.NoError(e.t, err)
+	require.False(e.t, free, "the stopped worker holds the run's row")
 }
 
 // rowFree reports whether run runID's row can be locked at once.

@@ -355,13 +355,15 @@ func TestRunsTwoWorkersManyRuns(t *testing.T) {
 }
 
 // TestRunsWorkerFrozenInsideTransaction (RELIABILITY row 3, the harder
-// case): a worker frozen in the middle of one of its fenced writes keeps the
+// case): a worker frozen in the middle of one of its fenced transactions
+// (here: finishing the run, after its final step was recorded) keeps the
 // run's row locked; expire_leases skips locked rows (SKIP LOCKED), so the
 // run can only be taken over once PostgreSQL ends that session. An operator
 // bounds this with idle_in_transaction_session_timeout on the database URL;
 // without one, svc sets half a lease (docs/operations.md, "Runs under
 // faults"): the frozen session is ended, its lock released, and the run
-// continues on another worker as in row 1.
+// continues on another worker as in row 1: from the final step's
+// checkpoint, which ends it without asking the model again.
 func TestRunsWorkerFrozenInsideTransaction(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -388,6 +390,7 @@ func TestRunsWorkerFrozenInsideTransaction(t *testing.T) {
 			r := e.startRun("stream a lot")
 			e.waitFor("the worker to stream", 20*time.Second, func() bool { return e.modelAsked(0) >= 1 })
 			e.freezeInsideTransaction(frozen, r.ID)
+			require.Equal(t, 1, e.modelAsked(1), "the final step was asked for")
 			stopped := true
 			t.Cleanup(func() {
 				if stopped {
@@ -404,6 +407,7 @@ func TestRunsWorkerFrozenInsideTransaction(t *testing.T) {
 			require.True(t, ranOn(atts[0], frozen))
 			require.Equal(t, "completed", atts[1].Status)
 			requireSearchShape(t, e.messages(r.ThreadID), "stream a lot", script)
+			require.Equal(t, 1, e.modelAsked(1), "the final step was not asked for again")
 
 			// Resumed, the frozen worker finds its session gone and its lease
 			// lost: it changes nothing.

@@ -628,29 +628,6 @@ func (q *Queries) RunCancelNotify(ctx context.Context, db DBTX, id string) error
 	return err
 }
 
-const runCheckpoint = `-- name: RunCheckpoint :exec
-UPDATE run
-SET checkpoint_key = $1, step = $2, usage = $3, updated_at = now()
-WHERE id = $4
-`
-
-type RunCheckpointParams struct {
-	CheckpointKey *string         `json:"checkpoint_key"`
-	Step          int32           `json:"step"`
-	Usage         json.RawMessage `json:"usage"`
-	ID            string          `json:"id"`
-}
-
-func (q *Queries) RunCheckpoint(ctx context.Context, db DBTX, arg RunCheckpointParams) error {
-	_, err := db.Exec(ctx, runCheckpoint,
-		arg.CheckpointKey,
-		arg.Step,
-		arg.Usage,
-		arg.ID,
-	)
-	return err
-}
-
 const runChildOfCall = `-- name: RunChildOfCall :one
 SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls FROM run WHERE parent_run_id = $1 AND parent_call_id = $2
 `
@@ -725,6 +702,176 @@ func (q *Queries) RunClaimable(ctx context.Context, db DBTX, pageLimit int32) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const runCommitStep = `-- name: RunCommitStep :one
+WITH old AS (
+    SELECT run.checkpoint_key AS key FROM run WHERE run.id = $1
+), f AS (
+    UPDATE run SET checkpoint_key = $2, step = $3, usage = $4, updated_at = now()
+    WHERE run.id = $1 AND run.lease_attempt_id = $5 AND run.lease_expires_at > now()
+    RETURNING run.id
+), cleanup AS (
+    INSERT INTO outbox (id, kind, workspace_id, payload)
+    SELECT $6, 'checkpoint_cleanup', $7::text, jsonb_build_object('keys', jsonb_build_array(old.key))
+    FROM f, old
+    WHERE old.key IS NOT NULL AND old.key <> $2
+    RETURNING kind
+), wake AS (
+    SELECT pg_notify('svc_outbox', cleanup.kind) FROM cleanup
+), bump AS (
+    UPDATE thread SET message_count = thread.message_count + cardinality($8::text[]),
+        last_seq = thread.last_seq + cardinality($9::text[]), updated_at = now()
+    FROM f
+    WHERE thread.id = $10
+    RETURNING thread.message_count, thread.last_seq
+), m AS (
+    SELECT unnest($8::text[]) AS role, unnest($11::text[]) AS content,
+        unnest($12::jsonb[]) AS tool_calls, unnest($13::text[]) AS tool_call_id,
+        unnest($14::boolean[]) AS is_error, unnest($15::int[]) AS ord
+), msgs AS (
+    INSERT INTO thread_message (thread_id, position, workspace_id, run_id, role, content, tool_calls, tool_call_id, is_error)
+    SELECT $10, bump.message_count - cardinality($8::text[]) + m.ord, $7, f.id,
+        m.role, m.content, m.tool_calls, nullif(m.tool_call_id, ''), m.is_error
+    FROM f, bump, m
+    RETURNING 1
+), e AS (
+    SELECT unnest($9::text[]) AS type, unnest($16::jsonb[]) AS data, unnest($17::int[]) AS ord
+), evs AS (
+    INSERT INTO thread_event (thread_id, seq, workspace_id, run_id, type, data)
+    SELECT $10, bump.last_seq - cardinality($9::text[]) + e.ord, $7, f.id, e.type, e.data
+    FROM f, bump, e
+    RETURNING 1
+)
+SELECT bump.last_seq::bigint AS last_seq, now()::timestamptz AS at,
+    (SELECT count(*) FROM wake)::int AS cleanups, (SELECT count(*) FROM msgs)::int AS messages,
+    (SELECT count(*) FROM evs)::int AS events
+FROM bump
+`
+
+type RunCommitStepParams struct {
+	RunID         string            `json:"run_id"`
+	CheckpointKey *string           `json:"checkpoint_key"`
+	Step          int32             `json:"step"`
+	Usage         json.RawMessage   `json:"usage"`
+	AttemptID     *string           `json:"attempt_id"`
+	CleanupID     string            `json:"cleanup_id"`
+	WorkspaceID   string            `json:"workspace_id"`
+	Roles         []string          `json:"roles"`
+	Types         []string          `json:"types"`
+	ThreadID      string            `json:"thread_id"`
+	Contents      []string          `json:"contents"`
+	ToolCalls     []json.RawMessage `json:"tool_calls"`
+	ToolCallIds   []string          `json:"tool_call_ids"`
+	IsErrors      []bool            `json:"is_errors"`
+	MessageOrds   []int32           `json:"message_ords"`
+	Data          []json.RawMessage `json:"data"`
+	EventOrds     []int32           `json:"event_ords"`
+}
+
+type RunCommitStepRow struct {
+	LastSeq  int64     `json:"last_seq"`
+	At       time.Time `json:"at"`
+	Cleanups int32     `json:"cleanups"`
+	Messages int32     `json:"messages"`
+	Events   int32     `json:"events"`
+}
+
+// RunCommitStep records a step of the attempt holding the run's lease, in
+// one statement (one round trip): the run's checkpoint key, step and usage;
+// the checkpoint it replaced queued for deletion (a checkpoint_cleanup
+// delivery, and the senders woken); the step's messages and events after
+// the thread's last ones. No row when attempt_id no longer holds an
+// unexpired lease, and then nothing is written. The run's row is updated
+// (and so locked) before the thread's, as every fenced write does.
+func (q *Queries) RunCommitStep(ctx context.Context, db DBTX, arg RunCommitStepParams) (RunCommitStepRow, error) {
+	row := db.QueryRow(ctx, runCommitStep,
+		arg.RunID,
+		arg.CheckpointKey,
+		arg.Step,
+		arg.Usage,
+		arg.AttemptID,
+		arg.CleanupID,
+		arg.WorkspaceID,
+		arg.Roles,
+		arg.Types,
+		arg.ThreadID,
+		arg.Contents,
+		arg.ToolCalls,
+		arg.ToolCallIds,
+		arg.IsErrors,
+		arg.MessageOrds,
+		arg.Data,
+		arg.EventOrds,
+	)
+	var i RunCommitStepRow
+	err := row.Scan(
+		&i.LastSeq,
+		&i.At,
+		&i.Cleanups,
+		&i.Messages,
+		&i.Events,
+	)
+	return i, err
+}
+
+const runEmitFenced = `-- name: RunEmitFenced :one
+WITH f AS (
+    SELECT run.id FROM run
+    WHERE run.id = $1 AND run.lease_attempt_id = $2 AND run.lease_expires_at > now()
+    FOR UPDATE
+), bump AS (
+    UPDATE thread SET last_seq = thread.last_seq + cardinality($3::text[])
+    FROM f
+    WHERE thread.id = $4
+    RETURNING thread.last_seq
+), e AS (
+    SELECT unnest($3::text[]) AS type, unnest($5::jsonb[]) AS data, unnest($6::int[]) AS ord
+), ins AS (
+    INSERT INTO thread_event (thread_id, seq, workspace_id, run_id, type, data)
+    SELECT $4, bump.last_seq - cardinality($3::text[]) + e.ord, $7, f.id, e.type, e.data
+    FROM f, bump, e
+    RETURNING 1
+)
+SELECT bump.last_seq::bigint AS last_seq, now()::timestamptz AS at, (SELECT count(*) FROM ins)::int AS written
+FROM bump
+`
+
+type RunEmitFencedParams struct {
+	RunID       string            `json:"run_id"`
+	AttemptID   *string           `json:"attempt_id"`
+	Types       []string          `json:"types"`
+	ThreadID    string            `json:"thread_id"`
+	Data        []json.RawMessage `json:"data"`
+	Ords        []int32           `json:"ords"`
+	WorkspaceID string            `json:"workspace_id"`
+}
+
+type RunEmitFencedRow struct {
+	LastSeq int64     `json:"last_seq"`
+	At      time.Time `json:"at"`
+	Written int32     `json:"written"`
+}
+
+// RunEmitFenced writes events of a thread with the next sequence numbers,
+// as EventAppend does, only while attempt_id holds an unexpired lease of run
+// run_id, in one statement (one round trip): the run is locked first, so a
+// lease taken away meanwhile is seen. No row when the lease is lost, and
+// then nothing is written. The events' numbers end at last_seq; at is when
+// they were written.
+func (q *Queries) RunEmitFenced(ctx context.Context, db DBTX, arg RunEmitFencedParams) (RunEmitFencedRow, error) {
+	row := db.QueryRow(ctx, runEmitFenced,
+		arg.RunID,
+		arg.AttemptID,
+		arg.Types,
+		arg.ThreadID,
+		arg.Data,
+		arg.Ords,
+		arg.WorkspaceID,
+	)
+	var i RunEmitFencedRow
+	err := row.Scan(&i.LastSeq, &i.At, &i.Written)
+	return i, err
 }
 
 const runExpiredLeases = `-- name: RunExpiredLeases :many

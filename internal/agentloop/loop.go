@@ -58,6 +58,18 @@ type State struct {
 	// Waiting is set while the run waits for answers to the last step's
 	// calls (subagents); the step's tool messages are added once they came.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// Ended is set by the step that ended the run: a run resumed from that
+	// step's checkpoint (its worker died before it could finish the run)
+	// ends as it did, without asking the model again.
+	Ended *Ending `json:"ended,omitempty"`
+}
+
+// Ending is how the last step ended the run.
+type Ending struct {
+	// Final is the assistant's answer.
+	Final string `json:"final"`
+	// Failure is set when the answer does not count (the vendor filtered it).
+	Failure *Failure `json:"failure,omitempty"`
 }
 
 // Waiting is a step whose calls are not all answered.
@@ -96,8 +108,10 @@ type StepRecord struct {
 type Host interface {
 	// Delta receives the text the model streams, as it comes.
 	Delta(text string)
-	// ToolCall is told of each call before it executes.
-	ToolCall(ctx context.Context, call llm.ToolCall) error
+	// ToolCalls is told of a step's tool calls before they execute. It may
+	// record them while the tools run: Step, which comes after, must record
+	// them first.
+	ToolCalls(ctx context.Context, calls []llm.ToolCall) error
 	// Step records a finished step (the checkpoint, the messages, the
 	// events). An error stops the run: the step is not recorded (a lost
 	// lease, say) and the loop returns it.
@@ -125,8 +139,8 @@ type Outcome struct {
 
 // Failure is why a run failed, as users see it.
 type Failure struct {
-	Code    string
-	Message string
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // Failure codes.
@@ -157,6 +171,9 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 	for i, t := range spec.Tools {
 		defs[i] = t.Def
 		byName[t.Def.Name] = t
+	}
+	if e := state.Ended; e != nil {
+		return Outcome{Final: e.Final, Failure: e.Failure, State: state}, nil
 	}
 	if state.Waiting != nil {
 		var err error
@@ -228,6 +245,12 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 				state.Messages = append(state.Messages, msgs...)
 			}
 		}
+		if rec.Final {
+			state.Ended = &Ending{Final: assistant.Text}
+			if resp.FinishReason == llm.FinishContentFilter {
+				state.Ended.Failure = &Failure{Code: CodeModel, Message: "the model's vendor filtered the answer"}
+			}
+		}
 		rec.State = state
 		if err := host.Step(ctx, rec); err != nil {
 			return Outcome{State: state}, err
@@ -235,11 +258,8 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 		if len(waiting) > 0 {
 			return Outcome{State: state}, &SuspendError{Calls: waiting}
 		}
-		if rec.Final {
-			if resp.FinishReason == llm.FinishContentFilter {
-				return Outcome{Failure: &Failure{Code: CodeModel, Message: "the model's vendor filtered the answer"}, State: state}, nil
-			}
-			return Outcome{Final: assistant.Text, State: state}, nil
+		if e := state.Ended; e != nil {
+			return Outcome{Final: e.Final, Failure: e.Failure, State: state}, nil
 		}
 	}
 }
@@ -302,10 +322,8 @@ func limitReached(l Limits, s State) *Failure {
 // or one whose tool fails as the model's business gives an error result; a
 // Go error of a tool stops the step.
 func runTools(ctx context.Context, spec Spec, byName map[string]tool.Tool, calls []llm.ToolCall, host Host) ([]tool.Result, error) {
-	for _, c := range calls {
-		if err := host.ToolCall(ctx, c); err != nil {
-			return nil, err
-		}
+	if err := host.ToolCalls(ctx, calls); err != nil {
+		return nil, err
 	}
 	par := spec.ToolParallelism
 	if par <= 0 {

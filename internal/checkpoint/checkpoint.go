@@ -6,9 +6,11 @@
 //	ws/<workspace_id>/runs/<run_id>/checkpoints/<name>
 //
 // (Key builds it; <name> is one key segment of the runs issue's choosing).
-// When a run writes a checkpoint that replaces older ones, it calls
-// EnqueueCleanup in the same transaction that records the new checkpoint; the
-// outbox then deletes the replaced objects at least once (Cleaner, kind
+// When a run records a checkpoint that replaces older ones, the same write
+// queues their deletion: EnqueueCleanup in a transaction, or, for the runs
+// engine's one-statement step commit (RunCommitStep in sql/queries/run.sql),
+// a delivery of the same payload written by that statement. The outbox then
+// deletes the replaced objects at least once (Cleaner, kind
 // checkpoint_cleanup). The cleaner deletes nothing but checkpoint keys of the
 // delivery's own workspace, so a corrupt outbox row cannot delete an asset, a
 // skill package or another workspace's objects

@@ -89,22 +89,47 @@ type nopPublisher struct{}
 
 func (nopPublisher) Publish(context.Context, string, []Event) {}
 
+// encodedEvents are events about to be written, as the queries take them.
+type encodedEvents struct {
+	types []string
+	data  []json.RawMessage
+	ords  []int32
+}
+
+func encodeEvents(evs []NewEvent) (encodedEvents, error) {
+	out := encodedEvents{types: make([]string, len(evs)), data: make([]json.RawMessage, len(evs)), ords: make([]int32, len(evs))}
+	for i, e := range evs {
+		b, err := json.Marshal(e.Data)
+		if err != nil {
+			return encodedEvents{}, fmt.Errorf("encode %s event: %w", e.Type, err)
+		}
+		out.types[i], out.data[i], out.ords[i] = e.Type, b, int32(i+1)
+	}
+	return out, nil
+}
+
+// written answers the events as written, numbered up to lastSeq.
+func (e encodedEvents) written(threadID string, runID *string, lastSeq int64, at time.Time) []Event {
+	out := make([]Event, len(e.types))
+	first := lastSeq - int64(len(e.types))
+	for i := range e.types {
+		out[i] = Event{ThreadID: threadID, Seq: first + int64(i) + 1, Type: e.types[i], RunID: runID, At: at, Data: e.data[i]}
+	}
+	return out
+}
+
 // appendEvents writes events of thread threadID in q (the transaction of the
 // change they report) with the next sequence numbers, and returns them.
 func appendEvents(ctx context.Context, q db.DBTX, workspaceID, threadID string, runID *string, evs []NewEvent) ([]Event, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	p := db.EventAppendParams{ThreadID: threadID, WorkspaceID: workspaceID, RunID: runID,
-		Types: make([]string, len(evs)), Data: make([]json.RawMessage, len(evs)), Ords: make([]int32, len(evs))}
-	for i, e := range evs {
-		b, err := json.Marshal(e.Data)
-		if err != nil {
-			return nil, fmt.Errorf("encode %s event: %w", e.Type, err)
-		}
-		p.Types[i], p.Data[i], p.Ords[i] = e.Type, b, int32(i+1)
+	enc, err := encodeEvents(evs)
+	if err != nil {
+		return nil, err
 	}
-	rows, err := db.New().EventAppend(ctx, q, p)
+	rows, err := db.New().EventAppend(ctx, q, db.EventAppendParams{ThreadID: threadID, WorkspaceID: workspaceID, RunID: runID,
+		Types: enc.types, Data: enc.data, Ords: enc.ords})
 	if err != nil {
 		return nil, fmt.Errorf("append thread events: %w", err)
 	}

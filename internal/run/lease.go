@@ -140,13 +140,26 @@ func (s *Service) fenced(ctx context.Context, l Lease, fn func(ctx context.Conte
 	return nil
 }
 
-// Emit writes events of the attempt (streamed deltas, say) under the fence.
+// Emit writes events of the attempt (streamed deltas, say) under the fence,
+// in one round trip.
 func (s *Service) Emit(ctx context.Context, l Lease, evs []NewEvent) error {
-	return s.fenced(ctx, l, func(ctx context.Context, tx pgx.Tx, _ db.Run, ev *pending) error {
-		out, err := appendEvents(ctx, tx, l.WorkspaceID, l.ThreadID, &l.RunID, evs)
-		ev.add(l.ThreadID, out)
+	if len(evs) == 0 {
+		return nil
+	}
+	enc, err := encodeEvents(evs)
+	if err != nil {
 		return err
-	})
+	}
+	row, err := s.q.RunEmitFenced(ctx, s.pool, db.RunEmitFencedParams{RunID: l.RunID, AttemptID: &l.AttemptID,
+		ThreadID: l.ThreadID, WorkspaceID: l.WorkspaceID, Types: enc.types, Data: enc.data, Ords: enc.ords})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("write events of %s: %w", l.RunID, err)
+	}
+	s.pub.Publish(ctx, l.ThreadID, enc.written(l.ThreadID, &l.RunID, row.LastSeq, row.At))
+	return nil
 }
 
 // Step is a finished step, recorded with its checkpoint.
@@ -162,11 +175,11 @@ type Step struct {
 	Events []NewEvent
 }
 
-// Commit records a step under the fence: the run's checkpoint key, step
-// count and usage, the step's messages and events; the checkpoint it
-// replaced is queued for deletion (checkpoint_cleanup). Refused with
-// ErrLeaseLost, the checkpoint object the caller wrote is left for the
-// run's next attempt to replace.
+// Commit records a step under the fence, in one round trip: the run's
+// checkpoint key, step count and usage, the step's messages and events; the
+// checkpoint it replaced is queued for deletion (checkpoint_cleanup).
+// Refused with ErrLeaseLost, the checkpoint object the caller wrote is left
+// for the run's next attempt to replace.
 func (s *Service) Commit(ctx context.Context, l Lease, st Step) error {
 	if err := checkpoint.CheckKey(l.WorkspaceID, st.CheckpointKey); err != nil {
 		return err
@@ -175,22 +188,31 @@ func (s *Service) Commit(ctx context.Context, l Lease, st Step) error {
 	if err != nil {
 		return err
 	}
-	return s.fenced(ctx, l, func(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
-		if err := s.q.RunCheckpoint(ctx, tx, db.RunCheckpointParams{ID: r.ID, CheckpointKey: &st.CheckpointKey, Step: st.Number, Usage: usage}); err != nil {
-			return fmt.Errorf("record checkpoint of %s: %w", r.ID, err)
-		}
-		if r.CheckpointKey != nil && *r.CheckpointKey != st.CheckpointKey {
-			if err := checkpoint.EnqueueCleanup(ctx, tx, l.WorkspaceID, []string{*r.CheckpointKey}); err != nil {
-				return err
-			}
-		}
-		if err := appendMessages(ctx, tx, l.WorkspaceID, l.ThreadID, &l.RunID, st.Messages); err != nil {
-			return err
-		}
-		out, err := appendEvents(ctx, tx, l.WorkspaceID, l.ThreadID, &l.RunID, st.Events)
-		ev.add(l.ThreadID, out)
+	msgs, err := encodeMessages(st.Messages)
+	if err != nil {
 		return err
+	}
+	evs, err := encodeEvents(st.Events)
+	if err != nil {
+		return err
+	}
+	row, err := s.q.RunCommitStep(ctx, s.pool, db.RunCommitStepParams{
+		RunID: l.RunID, AttemptID: &l.AttemptID, WorkspaceID: l.WorkspaceID, ThreadID: l.ThreadID,
+		CheckpointKey: &st.CheckpointKey, Step: st.Number, Usage: usage, CleanupID: id.New(id.Delivery),
+		Roles: msgs.roles, Contents: msgs.contents, ToolCalls: msgs.toolCalls, ToolCallIds: msgs.toolCallIDs,
+		IsErrors: msgs.isErrors, MessageOrds: msgs.ords,
+		Types: evs.types, Data: evs.data, EventOrds: evs.ords,
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("record step %d of %s: %w", st.Number, l.RunID, err)
+	}
+	if len(st.Events) > 0 {
+		s.pub.Publish(ctx, l.ThreadID, evs.written(l.ThreadID, &l.RunID, row.LastSeq, row.At))
+	}
+	return nil
 }
 
 // Finish ends the run in the attempt that holds it: succeeded, failed or

@@ -277,14 +277,21 @@ func (l *lifecycle) emit(ctx context.Context, tx pgx.Tx, typ string, r db.Run) e
 	return webhook.Emit(ctx, tx, r.WorkspaceID, webhook.Event{Type: typ, Data: data})
 }
 
-// appendMessages writes messages of a thread in order after its last one.
-func appendMessages(ctx context.Context, q db.DBTX, workspaceID, threadID string, runID *string, msgs []Message) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	p := db.MessageAppendParams{ThreadID: threadID, WorkspaceID: workspaceID, RunID: runID,
-		Roles: make([]string, len(msgs)), Contents: make([]string, len(msgs)), ToolCalls: make([]json.RawMessage, len(msgs)),
-		ToolCallIds: make([]string, len(msgs)), IsErrors: make([]bool, len(msgs)), Ords: make([]int32, len(msgs))}
+// encodedMessages are thread messages about to be written, as the queries
+// take them.
+type encodedMessages struct {
+	roles       []string
+	contents    []string
+	toolCalls   []json.RawMessage
+	toolCallIDs []string
+	isErrors    []bool
+	ords        []int32
+}
+
+func encodeMessages(msgs []Message) (encodedMessages, error) {
+	n := len(msgs)
+	out := encodedMessages{roles: make([]string, n), contents: make([]string, n), toolCalls: make([]json.RawMessage, n),
+		toolCallIDs: make([]string, n), isErrors: make([]bool, n), ords: make([]int32, n)}
 	for i, m := range msgs {
 		calls := m.ToolCalls
 		if calls == nil {
@@ -292,14 +299,27 @@ func appendMessages(ctx context.Context, q db.DBTX, workspaceID, threadID string
 		}
 		b, err := json.Marshal(calls)
 		if err != nil {
-			return err
+			return encodedMessages{}, fmt.Errorf("encode a %s message: %w", m.Role, err)
 		}
-		p.Roles[i], p.Contents[i], p.ToolCalls[i], p.IsErrors[i], p.Ords[i] = m.Role, m.Content, b, m.IsError, int32(i+1)
+		out.roles[i], out.contents[i], out.toolCalls[i], out.isErrors[i], out.ords[i] = m.Role, m.Content, b, m.IsError, int32(i+1)
 		if m.ToolCallID != nil {
-			p.ToolCallIds[i] = *m.ToolCallID
+			out.toolCallIDs[i] = *m.ToolCallID
 		}
 	}
-	if err := db.New().MessageAppend(ctx, q, p); err != nil {
+	return out, nil
+}
+
+// appendMessages writes messages of a thread in order after its last one.
+func appendMessages(ctx context.Context, q db.DBTX, workspaceID, threadID string, runID *string, msgs []Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	enc, err := encodeMessages(msgs)
+	if err != nil {
+		return err
+	}
+	if err := db.New().MessageAppend(ctx, q, db.MessageAppendParams{ThreadID: threadID, WorkspaceID: workspaceID, RunID: runID,
+		Roles: enc.roles, Contents: enc.contents, ToolCalls: enc.toolCalls, ToolCallIds: enc.toolCallIDs, IsErrors: enc.isErrors, Ords: enc.ords}); err != nil {
 		return fmt.Errorf("append thread messages: %w", err)
 	}
 	return nil

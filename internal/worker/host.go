@@ -23,8 +23,12 @@ type host struct {
 	mu      sync.Mutex
 	pending strings.Builder
 	flushMu sync.Mutex // one flush at a time, in order
-	stop    chan struct{}
-	done    chan struct{}
+	// callsWritten answers the write of the current step's tool.call
+	// events; set by ToolCalls and taken by Step, both on the loop's
+	// goroutine.
+	callsWritten chan error
+	stop         chan struct{}
+	done         chan struct{}
 }
 
 func newHost(e *Executor, a *attempt) *host {
@@ -99,29 +103,56 @@ func (h *host) check(err error) error {
 	return err
 }
 
-// ToolCall implements agentloop.Host: the text streamed before the call and
-// the tool.call event are written in one transaction.
-func (h *host) ToolCall(ctx context.Context, c llm.ToolCall) error {
+// ToolCalls implements agentloop.Host: the text streamed before the calls
+// and their tool.call events are written in one statement while the tools
+// run, so neither waits for the other. Step waits for the write before it
+// commits, so the calls precede their results in the thread's events; a
+// write refused for a lost lease cancels the attempt, and with it the tools.
+func (h *host) ToolCalls(ctx context.Context, calls []llm.ToolCall) error {
 	h.flushMu.Lock()
-	defer h.flushMu.Unlock()
-	evs := append(h.takePending(), run.NewEvent{Type: run.EventToolCall,
-		Data: run.ToolCallData{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}})
-	return h.check(h.e.d.Runs.Emit(ctx, h.a.c.Lease, evs))
+	evs := h.takePending()
+	for _, c := range calls {
+		evs = append(evs, run.NewEvent{Type: run.EventToolCall,
+			Data: run.ToolCallData{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}})
+	}
+	written := make(chan error, 1)
+	h.callsWritten = written
+	go func() {
+		// flushMu is held until the write is done, so no delta overtakes it.
+		defer h.flushMu.Unlock()
+		written <- h.check(h.e.d.Runs.Emit(ctx, h.a.c.Lease, evs))
+	}()
+	return nil
 }
 
-// Step implements agentloop.Host: the checkpoint object first, then, in one
-// fenced transaction, its key, the step's messages and events, after the
-// text streamed since the last flush (the model has finished streaming, so
-// none arrives meanwhile). A step that is not recorded leaves no delta of
-// its last moments either: the next attempt streams the step again.
+// awaitToolCalls waits for the write ToolCalls started, if any, and answers
+// its error.
+func (h *host) awaitToolCalls() error {
+	written := h.callsWritten
+	if written == nil {
+		return nil
+	}
+	h.callsWritten = nil
+	return <-written
+}
+
+// Step implements agentloop.Host: the checkpoint object first (while the
+// step's tool.call events may still be being written), then, in one fenced
+// statement, its key, the step's messages and events, after the text
+// streamed since the last flush (the model has finished streaming, so none
+// arrives meanwhile). A step that is not recorded leaves no delta of its
+// last moments either: the next attempt streams the step again.
 func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
-	h.flushMu.Lock()
-	defer h.flushMu.Unlock()
 	l := h.a.c.Lease
 	key, err := h.e.saveCheckpoint(ctx, l, rec.State)
+	if werr := h.awaitToolCalls(); werr != nil {
+		return werr
+	}
 	if err != nil {
 		return err
 	}
+	h.flushMu.Lock()
+	defer h.flushMu.Unlock()
 	var msgs []run.Message
 	evs := h.takePending()
 	if !rec.Resumed {

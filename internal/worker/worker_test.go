@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -252,6 +253,93 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	require.Len(t, atts, 2)
 	require.Equal(t, "expired", atts[0].Status)
 	require.EqualValues(t, 1, atts[1].FromStep)
+}
+
+// TestResumeAfterFinalStep: a worker records the final answer but is cut
+// off before it finishes the run; the next attempt finishes it from that
+// checkpoint without asking the model again.
+func TestResumeAfterFinalStep(t *testing.T) {
+	t.Parallel()
+	script := []llmtest.Turn{
+		// Slow, so the test holds the attempt's row before the run ends.
+		{Text: "Step one, slowly.", Chunks: 10, ChunkDelay: 50 * time.Millisecond, ToolCalls: []llmtest.Call{{Name: "lookup", Arguments: `{"word":"kiwi"}`}}},
+		{Text: "Kiwi has 4 letters."},
+	}
+	b := setup(t, script, 3)
+	ctx := t.Context()
+	r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: b.agentID, Input: "go"})
+	require.NoError(t, err)
+
+	// The first worker's attempt row is held, so ending the attempt (the
+	// first write of finishing the run) waits; the worker is cut off there.
+	ctx1, cancel1 := context.WithCancel(ctx)
+	w1 := b.worker("w1", 1, 30*time.Second, 0)
+	done1 := make(chan error, 1)
+	go func() { done1 <- w1.Run(ctx1) }()
+	var attemptID string
+	require.Eventually(t, func() bool {
+		err := b.pool.QueryRow(ctx, `SELECT id FROM run_attempt WHERE run_id = $1`, r.ID).Scan(&attemptID)
+		return err == nil
+	}, 10*time.Second, 5*time.Millisecond)
+	// Connections of the test's own: the worker's, blocked, may take all of
+	// the pool's.
+	conn := func() *pgx.Conn {
+		c, err := pgx.Connect(ctx, b.pool.Config().ConnString())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		return c
+	}
+	hold, err := conn().Begin(ctx)
+	require.NoError(t, err)
+	_, err = hold.Exec(ctx, `SELECT 1 FROM run_attempt WHERE id = $1 FOR UPDATE`, attemptID)
+	require.NoError(t, err)
+	probe := conn()
+	var waiting []int32
+	require.Eventually(t, func() bool {
+		rows, err := probe.Query(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%name: AttemptEnd %'`)
+		require.NoError(t, err)
+		waiting, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+		require.NoError(t, err)
+		return len(waiting) == 1
+	}, 10*time.Second, 5*time.Millisecond, "the worker reached the end of the run")
+	// Its session dies there, and then the worker.
+	_, err = probe.Exec(ctx, `SELECT pg_terminate_backend($1)`, waiting[0])
+	require.NoError(t, err)
+	require.NoError(t, hold.Rollback(ctx))
+	cancel1()
+	<-done1
+	got, err := b.runs.GetRun(ctx, b.caller, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, run.StatusRunning, got.Status)
+	require.EqualValues(t, 2, got.Step, "the final step was recorded")
+	asked := len(b.model.Requests())
+	require.Equal(t, 2, asked)
+
+	_, err = b.pool.Exec(ctx, `UPDATE run SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+	n, err := b.runs.ExpireLeases(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	ctx2, cancel2 := context.WithCancel(ctx)
+	w2 := b.worker("w2", 1, 30*time.Second, time.Second)
+	done2 := make(chan error, 1)
+	go func() { done2 <- w2.Run(ctx2) }()
+	defer func() { cancel2(); <-done2 }()
+	got = b.waitRun(t, r.ID, 20*time.Second)
+	require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
+	require.EqualValues(t, 2, got.Step)
+	require.Len(t, b.model.Requests(), asked, "the model was not asked again")
+	msgs, err := b.runs.ListMessages(ctx, b.caller, r.ThreadID, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, msgs, 4, "user, assistant, tool, assistant: nothing twice")
+	require.Equal(t, "Kiwi has 4 letters.", msgs[3].Content)
+	atts, err := b.runs.ListAttempts(ctx, b.caller, r.ID)
+	require.NoError(t, err)
+	require.Len(t, atts, 2)
+	require.Equal(t, "expired", atts[0].Status)
+	require.Equal(t, "completed", atts[1].Status)
+	require.EqualValues(t, 2, atts[1].FromStep)
 }
 
 // TestDrainHandsOffUncharged: a stopping worker lets the attempt finish its

@@ -135,10 +135,83 @@ SELECT * FROM run
 WHERE id = @id AND lease_attempt_id = @attempt_id AND lease_expires_at > now()
 FOR UPDATE;
 
--- name: RunCheckpoint :exec
-UPDATE run
-SET checkpoint_key = @checkpoint_key, step = @step, usage = @usage, updated_at = now()
-WHERE id = @id;
+-- RunEmitFenced writes events of a thread with the next sequence numbers,
+-- as EventAppend does, only while attempt_id holds an unexpired lease of run
+-- run_id, in one statement (one round trip): the run is locked first, so a
+-- lease taken away meanwhile is seen. No row when the lease is lost, and
+-- then nothing is written. The events' numbers end at last_seq; at is when
+-- they were written.
+-- name: RunEmitFenced :one
+WITH f AS (
+    SELECT run.id FROM run
+    WHERE run.id = @run_id AND run.lease_attempt_id = @attempt_id AND run.lease_expires_at > now()
+    FOR UPDATE
+), bump AS (
+    UPDATE thread SET last_seq = thread.last_seq + cardinality(@types::text[])
+    FROM f
+    WHERE thread.id = @thread_id
+    RETURNING thread.last_seq
+), e AS (
+    SELECT unnest(@types::text[]) AS type, unnest(@data::jsonb[]) AS data, unnest(@ords::int[]) AS ord
+), ins AS (
+    INSERT INTO thread_event (thread_id, seq, workspace_id, run_id, type, data)
+    SELECT @thread_id, bump.last_seq - cardinality(@types::text[]) + e.ord, @workspace_id, f.id, e.type, e.data
+    FROM f, bump, e
+    RETURNING 1
+)
+SELECT bump.last_seq::bigint AS last_seq, now()::timestamptz AS at, (SELECT count(*) FROM ins)::int AS written
+FROM bump;
+
+-- RunCommitStep records a step of the attempt holding the run's lease, in
+-- one statement (one round trip): the run's checkpoint key, step and usage;
+-- the checkpoint it replaced queued for deletion (a checkpoint_cleanup
+-- delivery, and the senders woken); the step's messages and events after
+-- the thread's last ones. No row when attempt_id no longer holds an
+-- unexpired lease, and then nothing is written. The run's row is updated
+-- (and so locked) before the thread's, as every fenced write does.
+-- name: RunCommitStep :one
+WITH old AS (
+    SELECT run.checkpoint_key AS key FROM run WHERE run.id = @run_id
+), f AS (
+    UPDATE run SET checkpoint_key = @checkpoint_key, step = @step, usage = @usage, updated_at = now()
+    WHERE run.id = @run_id AND run.lease_attempt_id = @attempt_id AND run.lease_expires_at > now()
+    RETURNING run.id
+), cleanup AS (
+    INSERT INTO outbox (id, kind, workspace_id, payload)
+    SELECT @cleanup_id, 'checkpoint_cleanup', @workspace_id::text, jsonb_build_object('keys', jsonb_build_array(old.key))
+    FROM f, old
+    WHERE old.key IS NOT NULL AND old.key <> @checkpoint_key
+    RETURNING kind
+), wake AS (
+    SELECT pg_notify('svc_outbox', cleanup.kind) FROM cleanup
+), bump AS (
+    UPDATE thread SET message_count = thread.message_count + cardinality(@roles::text[]),
+        last_seq = thread.last_seq + cardinality(@types::text[]), updated_at = now()
+    FROM f
+    WHERE thread.id = @thread_id
+    RETURNING thread.message_count, thread.last_seq
+), m AS (
+    SELECT unnest(@roles::text[]) AS role, unnest(@contents::text[]) AS content,
+        unnest(@tool_calls::jsonb[]) AS tool_calls, unnest(@tool_call_ids::text[]) AS tool_call_id,
+        unnest(@is_errors::boolean[]) AS is_error, unnest(@message_ords::int[]) AS ord
+), msgs AS (
+    INSERT INTO thread_message (thread_id, position, workspace_id, run_id, role, content, tool_calls, tool_call_id, is_error)
+    SELECT @thread_id, bump.message_count - cardinality(@roles::text[]) + m.ord, @workspace_id, f.id,
+        m.role, m.content, m.tool_calls, nullif(m.tool_call_id, ''), m.is_error
+    FROM f, bump, m
+    RETURNING 1
+), e AS (
+    SELECT unnest(@types::text[]) AS type, unnest(@data::jsonb[]) AS data, unnest(@event_ords::int[]) AS ord
+), evs AS (
+    INSERT INTO thread_event (thread_id, seq, workspace_id, run_id, type, data)
+    SELECT @thread_id, bump.last_seq - cardinality(@types::text[]) + e.ord, @workspace_id, f.id, e.type, e.data
+    FROM f, bump, e
+    RETURNING 1
+)
+SELECT bump.last_seq::bigint AS last_seq, now()::timestamptz AS at,
+    (SELECT count(*) FROM wake)::int AS cleanups, (SELECT count(*) FROM msgs)::int AS messages,
+    (SELECT count(*) FROM evs)::int AS events
+FROM bump;
 
 -- RunRelease ends an attempt's hold on a run without finishing it: the run is
 -- claimable again at ready_at (a hand-off, or a lease the sweep expired).
