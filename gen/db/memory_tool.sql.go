@@ -79,6 +79,65 @@ func (q *Queries) MemoryRecordQueryHasLexemes(ctx context.Context, db DBTX, quer
 	return has_lexemes, err
 }
 
+const memoryRecordRecall = `-- name: MemoryRecordRecall :many
+SELECT r.id, r.content, r.metadata, r.created_at,
+       ts_rank(to_tsvector('simple', r.content), to_tsquery('simple', $1::text))::real AS score
+FROM memory_record r
+WHERE r.workspace_id = $2 AND r.memory_id = $3
+  AND to_tsvector('simple', r.content) @@ to_tsquery('simple', $1::text)
+ORDER BY score DESC, r.id DESC
+LIMIT $4
+`
+
+type MemoryRecordRecallParams struct {
+	Query       string `json:"query"`
+	WorkspaceID string `json:"workspace_id"`
+	MemoryID    string `json:"memory_id"`
+	MaxRecords  int32  `json:"max_records"`
+}
+
+type MemoryRecordRecallRow struct {
+	ID        string          `json:"id"`
+	Content   string          `json:"content"`
+	Metadata  json.RawMessage `json:"metadata"`
+	CreatedAt time.Time       `json:"created_at"`
+	Score     float32         `json:"score"`
+}
+
+// Records of a builtin memory that share a word, or a word's beginning, with
+// a run's input (@query is a tsquery: 'word':* | 'other':* ...), best first:
+// what the memories' context recalls when a run begins.
+func (q *Queries) MemoryRecordRecall(ctx context.Context, db DBTX, arg MemoryRecordRecallParams) ([]MemoryRecordRecallRow, error) {
+	rows, err := db.Query(ctx, memoryRecordRecall,
+		arg.Query,
+		arg.WorkspaceID,
+		arg.MemoryID,
+		arg.MaxRecords,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MemoryRecordRecallRow{}
+	for rows.Next() {
+		var i MemoryRecordRecallRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Content,
+			&i.Metadata,
+			&i.CreatedAt,
+			&i.Score,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const memoryRecordSearchSubstring = `-- name: MemoryRecordSearchSubstring :many
 SELECT r.id, r.content, r.metadata, r.created_at
 FROM memory_record r

@@ -173,14 +173,16 @@ func (a *App) buildRuns() {
 	if !a.role.Worker() {
 		return
 	}
+	memories := memtool.New(memtool.Deps{Pool: a.Pool, Ring: a.Keyring, Registry: a.Types, Policy: a.policy,
+		Timeout: time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second})
 	exec := worker.NewExecutor(worker.ExecutorDeps{
 		Pool: a.Pool, Runs: a.Runs, Keyring: a.Keyring, Objects: a.Store, Types: a.Types, HTTPClient: client, Log: a.log,
+		Prompts: []worker.PromptSection{worker.MemoryPrompt(memories)},
 		Toolsets: []worker.Toolset{
 			worker.WebToolset(a.Pool, a.Keyring, client),
 			worker.EnvironmentToolset(a.Environments, a.Pool, a.Store),
 			worker.SubagentToolset(a.Pool, a.Runs),
-			worker.MemoryToolset(memtool.New(memtool.Deps{Pool: a.Pool, Ring: a.Keyring, Registry: a.Types, Policy: a.policy,
-				Timeout: time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second})),
+			worker.MemoryToolset(memories),
 			worker.ConnectionToolset(contool.New(contool.Deps{Pool: a.Pool, Keyring: a.Keyring, Types: a.Types, HTTPClient: client,
 				Log: a.log.With("component", "connections")})),
 		},

@@ -65,6 +65,23 @@ func (s *builtinStore) search(ctx context.Context, query string, limit int) ([]R
 	return out, nil
 }
 
+// recall answers at most limit records matching query, a tsquery that
+// recallQuery made, best first.
+func (s *builtinStore) recall(ctx context.Context, query string, limit int) ([]Record, error) {
+	rows, err := s.ts.q.MemoryRecordRecall(ctx, s.ts.pool, db.MemoryRecordRecallParams{
+		Query: query, WorkspaceID: s.workspaceID, MemoryID: s.memoryID, MaxRecords: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("memtool: recall from memory %s: %w", s.memoryID, err)
+	}
+	out := make([]Record, 0, len(rows))
+	for _, r := range rows {
+		score := float64(r.Score)
+		out = append(out, Record{ID: r.ID, Content: r.Content, Metadata: r.Metadata, Score: &score})
+	}
+	return out, nil
+}
+
 func (s *builtinStore) searchSubstring(ctx context.Context, query string, limit int) ([]Record, error) {
 	rows, err := s.ts.q.MemoryRecordSearchSubstring(ctx, s.ts.pool, db.MemoryRecordSearchSubstringParams{
 		WorkspaceID: s.workspaceID, MemoryID: s.memoryID, Pattern: "%" + escapeLike(query) + "%", MaxRecords: int32(limit),

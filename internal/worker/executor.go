@@ -50,6 +50,12 @@ func (rc RunContext) OnClose(fn func()) { *rc.closers = append(*rc.closers, fn) 
 // run; it answers none when the agent's configuration asks for none.
 type Toolset func(ctx context.Context, rc RunContext) ([]tool.Tool, error)
 
+// PromptSection writes a part of a run's system prompt, after the agent's
+// and its skills' instructions (the memories' context, say), from what the
+// run is asked (input, its last user message); "" adds nothing. It is
+// written again at each attempt.
+type PromptSection func(ctx context.Context, rc RunContext, input string) (string, error)
+
 // ExecutorDeps are what the executor reads and calls.
 type ExecutorDeps struct {
 	Pool    *pgxpool.Pool
@@ -61,6 +67,7 @@ type ExecutorDeps struct {
 	// model calls go through.
 	HTTPClient *http.Client
 	Toolsets   []Toolset
+	Prompts    []PromptSection
 	Log        *slog.Logger
 	// DeltaInterval is how often streamed text is written as message.delta
 	// events (0: 50 ms).
@@ -136,6 +143,17 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 	state, err := e.state(ctx, c)
 	if err != nil {
 		return agentloop.Spec{}, agentloop.State{}, err
+	}
+	input := lastUserText(state.Messages)
+	for _, p := range e.d.Prompts {
+		part, err := p(ctx, rc, input)
+		if err != nil {
+			return agentloop.Spec{}, agentloop.State{}, err
+		}
+		if part != "" && system != "" {
+			system += "\n\n"
+		}
+		system += part
 	}
 	started := time.Now()
 	if r.StartedAt != nil {
@@ -228,6 +246,17 @@ func (e *Executor) system(ctx context.Context, r run.Run, cfg agent.Config) (str
 		fmt.Fprintf(&b, "## Skill: %s\n\n%s", head.Name, sc.Instructions)
 	}
 	return b.String(), nil
+}
+
+// lastUserText is the text of the last user message of msgs: the run's
+// input, since a run adds only assistant and tool messages.
+func lastUserText(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			return msgs[i].Text
+		}
+	}
+	return ""
 }
 
 // checkpointDoc is a checkpoint object.

@@ -100,6 +100,22 @@ func MemoryToolset(ts *memtool.Toolset) Toolset {
 	}
 }
 
+// MemoryPrompt is the memories' context of the system prompt: the agent's
+// memories, how to use them, and the records of each that a search for the
+// run's input finds (memtool.Toolset.Context).
+func MemoryPrompt(ts *memtool.Toolset) PromptSection {
+	return func(ctx context.Context, rc RunContext, input string) (string, error) {
+		if len(rc.Config.Memories) == 0 {
+			return "", nil
+		}
+		ids := make([]string, len(rc.Config.Memories))
+		for i, m := range rc.Config.Memories {
+			ids[i] = m.MemoryID
+		}
+		return ts.Context(ctx, rc.Run.WorkspaceID, ids, input)
+	}
+}
+
 // ConnectionToolset offers the actions of the agent's connections. A
 // connection that cannot be used when the attempt starts (disabled, revoked,
 // gone) fails the run, as a disabled model does; Composio out of reach is a

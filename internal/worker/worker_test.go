@@ -25,6 +25,8 @@ import (
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
+	"github.com/svcdev/svc/internal/memory"
+	"github.com/svcdev/svc/internal/memtool"
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/refs"
@@ -46,6 +48,9 @@ type bundle struct {
 	model   *llmtest.ChatServer
 	store   objectstore.Store
 	calls   *atomic.Int32
+	ring    *keyring.Ring
+	reg     *types.Registry
+	policy  *endpoint.Policy
 }
 
 // lookupTool is a real tool of the test: it answers the length of its word.
@@ -107,7 +112,8 @@ func setup(t *testing.T, script []llmtest.Turn, maxAttempts int) *bundle {
 	calls := &atomic.Int32{}
 	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: pool, Runs: runs, Keyring: ring, Objects: store, Types: reg,
 		HTTPClient: policy.HTTPClient(0), Toolsets: []worker.Toolset{lookupTool(calls)}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	return &bundle{pool: pool, runs: runs, caller: caller, agentID: head.ID, exec: exec, model: srv, store: store, calls: calls}
+	return &bundle{pool: pool, runs: runs, caller: caller, agentID: head.ID, exec: exec, model: srv, store: store, calls: calls,
+		ring: ring, reg: reg, policy: policy}
 }
 
 func (b *bundle) worker(name string, slots int, lease, drain time.Duration) *worker.Worker {
@@ -183,6 +189,59 @@ func TestRunWithToolCalls(t *testing.T) {
 	require.Len(t, reqs, 2)
 	require.Equal(t, "system", reqs[1].Messages[0]["role"])
 	require.Equal(t, "tool", reqs[1].Messages[len(reqs[1].Messages)-1]["role"])
+}
+
+// TestSystemPromptCarriesMemoriesContext: an agent with a memory is asked
+// with the memory listed and its records that the input's words find in
+// the system prompt, after the instructions.
+func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
+	t.Parallel()
+	b := setup(t, []llmtest.Turn{{Text: "You lived in Lisbon."}}, 3)
+	ctx := t.Context()
+	mems := memory.NewService(b.pool, b.reg)
+	notes, err := mems.Create(ctx, b.caller, memory.CreateInput{Name: "notes", Description: "What the user told us.", Kind: memory.KindBuiltin})
+	require.NoError(t, err)
+	ts := memtool.New(memtool.Deps{Pool: b.pool, Ring: b.ring, Registry: b.reg, Policy: b.policy})
+	memTools, err := ts.Tools(ctx, b.caller.WorkspaceID, []string{notes.ID})
+	require.NoError(t, err)
+	for _, content := range []string{`{"memory":"notes","content":"The user lived in Lisbon for ten years."}`, `{"memory":"notes","content":"Bananas are yellow."}`} {
+		res, err := memTools[2].Call(ctx, json.RawMessage(content))
+		require.NoError(t, err)
+		require.False(t, res.IsError, res.Text)
+	}
+	agents := agent.NewService(b.pool, b.reg, refs.Workspace{Types: b.reg})
+	head, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "rememberer",
+		Config: json.RawMessage(`{"model":"main","instructions":"Be brief.","memories":[{"memory_id":"` + notes.ID + `"}]}`)})
+	require.NoError(t, err)
+	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: b.runs, Keyring: b.ring, Objects: b.store, Types: b.reg,
+		HTTPClient: b.policy.HTTPClient(0), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Toolsets: []worker.Toolset{worker.MemoryToolset(ts)}, Prompts: []worker.PromptSection{worker.MemoryPrompt(ts)}})
+	w := worker.New(b.pool, b.runs, exec, worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { cancel(); <-done }()
+
+	r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: head.ID, Input: "Where did I live?"})
+	require.NoError(t, err)
+	got := b.waitRun(t, r.ID, 10*time.Second)
+	require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
+	reqs := b.model.Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, "system", reqs[0].Messages[0]["role"])
+	system, _ := reqs[0].Messages[0]["content"].(string)
+	require.True(t, strings.HasPrefix(system, "Be brief.\n\n## Memories\n"), system)
+	require.Contains(t, system, `"notes" (`+notes.ID+`): What the user told us.`)
+	require.Contains(t, system, "The user lived in Lisbon for ten years.")
+	require.NotContains(t, system, "Bananas")
+	var names []string
+	for _, tl := range reqs[0].Tools {
+		fn, _ := tl["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		names = append(names, name)
+	}
+	require.Contains(t, names, memtool.SearchTool)
 }
 
 // TestResumeFromCheckpoint: an attempt whose lease expires mid-run (its

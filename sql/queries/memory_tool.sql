@@ -52,3 +52,15 @@ WHERE r.workspace_id = @workspace_id AND r.memory_id = @memory_id
   AND r.content ILIKE @pattern::text
 ORDER BY r.id DESC
 LIMIT @max_records;
+
+-- name: MemoryRecordRecall :many
+-- Records of a builtin memory that share a word, or a word's beginning, with
+-- a run's input (@query is a tsquery: 'word':* | 'other':* ...), best first:
+-- what the memories' context recalls when a run begins.
+SELECT r.id, r.content, r.metadata, r.created_at,
+       ts_rank(to_tsvector('simple', r.content), to_tsquery('simple', @query::text))::real AS score
+FROM memory_record r
+WHERE r.workspace_id = @workspace_id AND r.memory_id = @memory_id
+  AND to_tsvector('simple', r.content) @@ to_tsquery('simple', @query::text)
+ORDER BY score DESC, r.id DESC
+LIMIT @max_records;
