@@ -28,6 +28,7 @@ const (
 	TypeRunloop     = "runloop"
 	TypeFlyMachines = "fly_machines"
 	TypeKubernetes  = "kubernetes"
+	TypeModal       = "modal"
 )
 
 // New returns the drivers of the hosted types this package implements, by
@@ -65,5 +66,5 @@ const (
 
 // Types lists the type ids this package serves.
 func Types() []string {
-	return []string{TypeE2B, TypeDaytona, TypeRunloop, TypeFlyMachines, TypeKubernetes}
+	return []string{TypeE2B, TypeDaytona, TypeRunloop, TypeFlyMachines, TypeKubernetes, TypeModal}
 }
