@@ -163,6 +163,7 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 func (a *App) buildRuns() {
 	client := a.policy.HTTPClient(0)
 	drivers := envhosted.NewWithTLS(client, func(c *tls.Config) *http.Client { return a.policy.HTTPClient(0, endpoint.WithTLSConfig(c)) })
+	drivers[envhosted.TypeModal] = envhosted.NewModal(a.policy, envhosted.ModalOptions{})
 	drivers[types.LocalType] = envlocal.NewDriver(a.cfg.Environments, envlocal.Options{})
 	drivers["docker"] = envdocker.New(a.policy, envdocker.Options{})
 	a.Environments = environment.NewRuntime(a.Pool, a.Keyring, drivers, time.Duration(a.cfg.Environments.RenewalSeconds)*time.Second,

@@ -1,9 +1,10 @@
 // Package envhosted implements sandbox.Driver for the hosted sandbox
 // environment types (internal/provider/types/env_*.go): e2b, daytona, runloop,
-// fly_machines and kubernetes. Each driver speaks its vendor's public HTTP API through
-// the endpoint policy's guarded client; see
+// fly_machines, kubernetes and modal. Each driver speaks its vendor's public HTTP API
+// through the endpoint policy's guarded client, except modal, which speaks Modal's
+// gRPC API through the policy's guarded dialer (NewModal); see
 // docs/decisions/0031-hosted-sandboxes.md for what each vendor offers and
-// what is left out (modal).
+// what is left out.
 //
 // Paths given to an Instance are relative to the instance's working
 // directory, which the handle records (e2b's /home/user, Daytona's work
@@ -28,10 +29,11 @@ const (
 	TypeRunloop     = "runloop"
 	TypeFlyMachines = "fly_machines"
 	TypeKubernetes  = "kubernetes"
+	TypeModal       = "modal"
 )
 
-// New returns the drivers of the hosted types this package implements, by
-// type id. client is the endpoint policy's guarded client, built without an
+// New returns the drivers of the HTTP hosted types this package implements,
+// by type id (modal, which dials gRPC itself, comes from NewModal). client is the endpoint policy's guarded client, built without an
 // overall time-out (commands run for up to an hour; each call is bounded by
 // its context instead). Kubernetes providers with their own CA certificate
 // need NewWithTLS.
@@ -65,5 +67,5 @@ const (
 
 // Types lists the type ids this package serves.
 func Types() []string {
-	return []string{TypeE2B, TypeDaytona, TypeRunloop, TypeFlyMachines, TypeKubernetes}
+	return []string{TypeE2B, TypeDaytona, TypeRunloop, TypeFlyMachines, TypeKubernetes, TypeModal}
 }

@@ -1,12 +1,16 @@
 package envhosted
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/sandbox"
 )
 
 func TestNewServesDeclaredEnvironmentTypes(t *testing.T) {
@@ -23,10 +27,20 @@ func TestNewServesDeclaredEnvironmentTypes(t *testing.T) {
 		require.Equal(t, id != TypeKubernetes, typ.Environment.Stop, "%s: stop as declared", id)
 		require.True(t, typ.Environment.Destroy, id)
 	}
-	// Not served: modal's sandbox API is gRPC only
-	// (docs/decisions/0031-hosted-sandboxes.md).
-	for _, id := range []string{"modal", "docker", "local"} {
-		require.NotContains(t, drivers, id)
+	// modal needs the endpoint policy (it dials gRPC itself), so it has its
+	// own constructor; it is declared without stop.
+	typ, ok := reg.Lookup(TypeModal)
+	require.True(t, ok)
+	require.True(t, typ.Environment.ManagedInstances)
+	require.False(t, typ.Environment.Stop)
+	require.True(t, typ.Environment.Destroy)
+	require.NotContains(t, drivers, TypeModal)
+	var modal sandbox.Driver = NewModal(&endpoint.Policy{}, ModalOptions{})
+	require.ErrorIs(t, modal.Stop(t.Context(), sandbox.Spec{}, nil), sandbox.ErrUnsupported)
+	served := append(slices.Collect(maps.Keys(drivers)), TypeModal)
+	require.ElementsMatch(t, Types(), served)
+	for _, id := range []string{"docker", "local"} {
+		require.NotContains(t, Types(), id)
 	}
 }
 
