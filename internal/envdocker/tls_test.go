@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,12 @@ func TestAProtectedEngineOverTLS(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "over tls\n", string(res.Stdout))
 	require.Equal(t, 4, res.ExitCode)
+	// Standard input over TLS: the half-close is TLS's close_notify.
+	input := "stdin over tls\n" + strings.Repeat("s", 300_000)
+	res, err = inst.Run(ctx, sandbox.Command{Argv: []string{"cat"}, Stdin: []byte(input)})
+	require.NoError(t, err)
+	require.Equal(t, input, string(res.Stdout))
+	require.Zero(t, res.ExitCode)
 	require.NoError(t, inst.WriteFile(ctx, "f", []byte("tls")))
 	f, err := inst.ReadFile(ctx, "f", 0)
 	require.NoError(t, err)
