@@ -203,17 +203,23 @@ func (in *Instance) stream(ctx context.Context, execID string, stdout, stderr io
 		}
 		return de
 	}
-	if err := demux(resp.Body, stdout, stderr); err != nil {
-		if ctx.Err() != nil {
-			return transportError("read exec output", ctx.Err())
-		}
-		var de *Error
-		if errors.As(err, &de) {
-			return de
-		}
-		return &Error{Op: "read exec output", Message: "the output stream broke off"}
+	return outputError(ctx, demux(resp.Body, stdout, stderr))
+}
+
+// outputError is what a failed read of the output stream (err) returns: ctx's
+// end, the engine's own error, or a broken stream; nil stays nil.
+func outputError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	if ctx.Err() != nil {
+		return transportError("read exec output", ctx.Err())
+	}
+	var de *Error
+	if errors.As(err, &de) {
+		return de
+	}
+	return &Error{Op: "read exec output", Message: "the output stream broke off"}
 }
 
 // Stream types of the engine's multiplexed framing.

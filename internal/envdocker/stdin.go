@@ -2,7 +2,7 @@ package envdocker
 
 import (
 	"context"
-	"errors"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -58,7 +58,14 @@ func (in *Instance) streamInput(ctx context.Context, execID string, input []byte
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", "tcp")
 	resp, err := in.e.do(op, req)
+	connMu.Lock()
+	c := conn
+	connMu.Unlock()
 	if err != nil {
+		if tc, ok := c.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+			// The HTTP/2 client refuses the upgrade headers outright.
+			return errNoHTTP1(op, 0)
+		}
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -69,12 +76,9 @@ func (in *Instance) streamInput(ctx context.Context, execID string, input []byte
 	default:
 		return engineError(op, resp)
 	}
-	connMu.Lock()
-	c := conn
-	connMu.Unlock()
 	half, ok := c.(closeWriter)
 	if resp.ProtoMajor != 1 || !ok {
-		return &Error{Op: op, Status: resp.StatusCode, Message: "the engine's connection cannot carry standard input (it needs HTTP/1.1 over a socket or TLS)"}
+		return errNoHTTP1(op, resp.StatusCode)
 	}
 	// After the switch the transport no longer watches ctx; closing the
 	// connection ends both the output read and a blocked input write.
@@ -93,15 +97,11 @@ func (in *Instance) streamInput(ctx context.Context, execID string, input []byte
 	err = demux(resp.Body, stdout, stderr)
 	_ = c.Close() // unblocks a write the command will never read
 	<-wrote
-	if err != nil {
-		if ctx.Err() != nil {
-			return transportError("read exec output", ctx.Err())
-		}
-		var de *Error
-		if errors.As(err, &de) {
-			return de
-		}
-		return &Error{Op: "read exec output", Message: "the output stream broke off"}
-	}
-	return nil
+	return outputError(ctx, err)
+}
+
+// errNoHTTP1 is a connection that cannot be hijacked: standard input needs an
+// HTTP/1.1 connection (a socket, or TLS without HTTP/2) that can be half-closed.
+func errNoHTTP1(op string, status int) *Error {
+	return &Error{Op: op, Status: status, Message: "the engine's connection cannot carry standard input (it needs HTTP/1.1, not HTTP/2)"}
 }
