@@ -128,6 +128,15 @@ func compareVersions(a, b string) int {
 // send makes one request. p is the path below the version prefix; q the
 // query; body, when not nil, is sent with contentType.
 func (e *engine) send(ctx context.Context, op, method, p string, q url.Values, body io.Reader, contentType string) (*http.Response, error) {
+	req, err := e.request(ctx, op, method, p, q, body, contentType)
+	if err != nil {
+		return nil, err
+	}
+	return e.do(op, req)
+}
+
+// request builds a request as send makes it, for a caller that adds headers.
+func (e *engine) request(ctx context.Context, op, method, p string, q url.Values, body io.Reader, contentType string) (*http.Request, error) {
 	u := e.base
 	if e.version != "" {
 		u += "/v" + e.version
@@ -143,6 +152,12 @@ func (e *engine) send(ctx context.Context, op, method, p string, q url.Values, b
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	return req, nil
+}
+
+// do sends req through the engine's client, whose transport carries the
+// endpoint policy's guard.
+func (e *engine) do(op string, req *http.Request) (*http.Response, error) {
 	resp, err := e.client.Do(req)
 	if err != nil {
 		return nil, transportError(op, err)

@@ -32,8 +32,10 @@ import (
 // container is a directory (its root file system) on this machine, an exec
 // runs its command here in the container's working directory with exactly
 // the exec's environment, its output is sent in the engine's multiplexed
-// framing over a hijacked connection, archives are real tar streams, and
-// errors are the engine's {"message": ...} answers.
+// framing over a hijacked connection (upgraded with 101 when asked), what the
+// client writes on that connection is the command's standard input when the
+// exec attaches it, archives are real tar streams, and errors are the
+// engine's {"message": ...} answers.
 type fakeEngine struct {
 	*httptest.Server
 	Socket string
@@ -47,8 +49,12 @@ type fakeEngine struct {
 	names      map[string]string // name -> id
 	execs      map[string]*fakeExec
 	requests   []string
-	raw        []string          // "METHOD request-URI", as sent
-	bodies     map[string][]byte // last body per "METHOD path"
+	raw        []string               // "METHOD request-URI", as sent
+	bodies     map[string][]byte      // last body per "METHOD path"
+	headers    map[string]http.Header // last headers per "METHOD path"
+	// noUpgrade makes exec start answer 200 and hijack even when the client
+	// asks for the upgrade, as engines before the upgrade handshake did.
+	noUpgrade bool
 }
 
 type fakeContainer struct {
@@ -76,6 +82,7 @@ type wireContainer struct {
 }
 
 type wireExec struct {
+	AttachStdin                bool
 	AttachStdout, AttachStderr bool
 	Env                        []string
 	WorkingDir                 string
@@ -125,6 +132,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 		names:      map[string]string{},
 		execs:      map[string]*fakeExec{},
 		bodies:     map[string][]byte{},
+		headers:    map[string]http.Header{},
 	}
 }
 
@@ -152,6 +160,13 @@ func (e *fakeEngine) RawRequests() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.raw...)
+}
+
+// Header is the last header sent with "METHOD path".
+func (e *fakeEngine) Header(key string) http.Header {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.headers[key]
 }
 
 // Body is the last body sent with "METHOD path".
@@ -186,6 +201,7 @@ func (e *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 	e.requests = append(e.requests, r.Method+" "+p)
 	e.raw = append(e.raw, r.Method+" "+r.URL.RequestURI())
 	e.bodies[r.Method+" "+p] = body
+	e.headers[r.Method+" "+p] = r.Header.Clone()
 	e.mu.Unlock()
 	w.Header().Set("Api-Version", fakeAPIVersion)
 	w.Header().Set("Server", "Docker/27.5.1 (linux)")
@@ -205,7 +221,7 @@ func (e *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 	case seg[0] == "containers" && len(seg) == 3:
 		e.containerOp(w, r, seg[1], seg[2], body)
 	case seg[0] == "exec" && len(seg) == 3 && seg[2] == "start" && r.Method == http.MethodPost:
-		e.execStart(w, seg[1], body)
+		e.execStart(w, r, seg[1], body)
 	case seg[0] == "exec" && len(seg) == 3 && seg[2] == "json" && r.Method == http.MethodGet:
 		e.execInspect(w, seg[1])
 	default:
@@ -416,9 +432,13 @@ func (e *fakeEngine) execInspect(w http.ResponseWriter, id string) {
 }
 
 // execStart runs the command and streams its output as the engine does: it
-// hijacks the connection, answers 200 with the multiplexed-stream content
-// type, writes frames and closes the connection when the command ends.
-func (e *fakeEngine) execStart(w http.ResponseWriter, id string, body []byte) {
+// hijacks the connection and answers either 101 UPGRADED (Connection:
+// Upgrade, Upgrade: tcp, the multiplexed-stream content type) when the client
+// sent an Upgrade header, or 200 with the raw-stream content type otherwise;
+// then it writes frames, feeds what the client writes to the command's
+// standard input when the exec attaches it, and half-closes the connection
+// when the command ends, as the engine's CloseStreams does.
+func (e *fakeEngine) execStart(w http.ResponseWriter, r *http.Request, id string, body []byte) {
 	var start struct{ Detach, Tty bool }
 	_ = json.Unmarshal(body, &start)
 	e.mu.Lock()
@@ -427,28 +447,53 @@ func (e *fakeEngine) execStart(w http.ResponseWriter, id string, body []byte) {
 	if x != nil {
 		c = e.containers[x.container]
 	}
+	noUpgrade := e.noUpgrade
 	e.mu.Unlock()
 	if x == nil || c == nil {
 		engineErr(w, http.StatusNotFound, "No such exec instance: "+id)
 		return
 	}
+	hdr := w.Header().Clone()
 	conn, buf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return
 	}
 	defer func() { _ = conn.Close() }()
-	_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.multiplexed-stream\r\nApi-Version: " + fakeAPIVersion + "\r\n\r\n")
+	if _, upgrade := r.Header["Upgrade"]; upgrade && !noUpgrade {
+		_, _ = buf.WriteString("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.multiplexed-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n")
+	} else {
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n")
+	}
+	_ = hdr.Write(buf)
+	_, _ = buf.WriteString("\r\n")
 	_ = buf.Flush()
+	var stdin io.Reader
+	if x.config.AttachStdin {
+		stdin = buf.Reader // it may hold input read with the request
+	}
 	out := &frameWriter{w: buf}
-	code := e.runExec(c, x, out)
+	code, copied := e.runExec(c, x, out, stdin)
 	e.mu.Lock()
 	x.running, x.exitCode = false, &code
 	e.mu.Unlock()
 	_ = buf.Flush()
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	if copied != nil {
+		// Input the command left unread stays unread until the output has
+		// ended; only then is the rest read off, so closing the connection
+		// does not reset it under a client still reading the output.
+		<-copied
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.Copy(io.Discard, buf.Reader)
+	}
 }
 
-// runExec runs the exec's command in the container's directory tree.
-func (e *fakeEngine) runExec(c *fakeContainer, x *fakeExec, out *frameWriter) int {
+// runExec runs the exec's command in the container's directory tree. With
+// stdin, the command reads from a pipe fed from stdin until its end or until
+// the command exits; copied is closed when that copy is over.
+func (e *fakeEngine) runExec(c *fakeContainer, x *fakeExec, out *frameWriter, stdin io.Reader) (code int, copied <-chan struct{}) {
 	dir := x.config.WorkingDir
 	if dir == "" {
 		dir = c.config.WorkingDir
@@ -456,13 +501,13 @@ func (e *fakeEngine) runExec(c *fakeContainer, x *fakeExec, out *frameWriter) in
 	hostDir, err := hostPath(c.rootfs, dir, true)
 	if st, statErr := os.Stat(hostDir); err != nil || statErr != nil || !st.IsDir() {
 		_, _ = out.stream(1).Write([]byte(fmt.Sprintf("OCI runtime exec failed: exec failed: unable to start container process: chdir to cwd (%q) set in config.json failed: no such file or directory: unknown\r\n", dir)))
-		return 126
+		return 126, nil
 	}
 	env := append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=" + c.id[:12]}, x.config.Env...)
 	prog, err := exec.LookPath(x.config.Cmd[0])
 	if err != nil {
 		_, _ = out.stream(1).Write([]byte(fmt.Sprintf("OCI runtime exec failed: exec failed: unable to start container process: exec: %q: executable file not found in $PATH: unknown\r\n", x.config.Cmd[0])))
-		return 127
+		return 127, nil
 	}
 	cmd := &exec.Cmd{Path: prog, Args: x.config.Cmd, Dir: hostDir, Env: env, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if x.config.AttachStdout {
@@ -471,26 +516,44 @@ func (e *fakeEngine) runExec(c *fakeContainer, x *fakeExec, out *frameWriter) in
 	if x.config.AttachStderr {
 		cmd.Stderr = out.stream(2)
 	}
+	var pipe io.WriteCloser
+	if stdin != nil {
+		if pipe, err = cmd.StdinPipe(); err != nil {
+			_, _ = out.stream(1).Write([]byte("OCI runtime exec failed: " + err.Error()))
+			return 126, nil
+		}
+	}
 	e.mu.Lock()
 	if err := cmd.Start(); err != nil {
 		e.mu.Unlock()
 		_, _ = out.stream(1).Write([]byte("OCI runtime exec failed: " + err.Error()))
-		return 126
+		return 126, nil
 	}
 	x.running, x.pid = true, cmd.Process.Pid
 	e.mu.Unlock()
+	if pipe != nil {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			// Ends at the client's half-close, or when the command has
+			// exited (Wait closes the pipe).
+			_, _ = io.Copy(pipe, stdin)
+			_ = pipe.Close()
+		}()
+		copied = done
+	}
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
+			return 128 + int(ws.Signal()), copied
 		}
-		return ee.ExitCode()
+		return ee.ExitCode(), copied
 	}
 	if err != nil {
-		return 126
+		return 126, copied
 	}
-	return 0
+	return 0, copied
 }
 
 // frameWriter writes the engine's multiplexed frames: stream type, three zero

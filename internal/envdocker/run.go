@@ -61,8 +61,9 @@ type execInfo struct {
 // output limit and the rest discarded. When the time-out passes (or ctx
 // ends), the command and its descendants are killed (see MarkerVar) and the
 // result has TimedOut set and ExitCode -1 (with ctx's error when ctx ended).
-// Standard input is not supported (ErrUnsupported): sending it needs a
-// hijacked connection with a half-close the endpoint client does not offer.
+// Standard input, when given (even empty), is written on the exec's hijacked
+// connection and then closed, so the command reads it to its end (see
+// streamInput); without it the command's standard input is empty.
 func (in *Instance) Run(ctx context.Context, c sandbox.Command) (sandbox.Result, error) {
 	if err := in.expired(); err != nil {
 		return sandbox.Result{}, err
@@ -72,9 +73,6 @@ func (in *Instance) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	}
 	if slices.ContainsFunc(c.Argv, func(a string) bool { return strings.ContainsRune(a, 0) }) {
 		return sandbox.Result{}, fmt.Errorf("%w: NUL in argv", ErrInvalidCommand)
-	}
-	if c.Stdin != nil {
-		return sandbox.Result{}, fmt.Errorf("envdocker: standard input: %w", sandbox.ErrUnsupported)
 	}
 	dir, err := in.abs(c.Dir)
 	if err != nil {
@@ -91,7 +89,10 @@ func (in *Instance) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	}
 	limit = min(limit, sandbox.MaxOutputLimit)
 
-	execID, err := in.createExec(ctx, execConfig{AttachStdout: true, AttachStderr: true, Env: env, WorkingDir: dir, Cmd: c.Argv})
+	execID, err := in.createExec(ctx, execConfig{
+		AttachStdin: c.Stdin != nil, AttachStdout: true, AttachStderr: true,
+		Env: env, WorkingDir: dir, Cmd: c.Argv,
+	})
 	if err != nil {
 		return sandbox.Result{}, err
 	}
@@ -99,7 +100,12 @@ func (in *Instance) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	defer cancel()
 	stdout, stderr := &capped{limit: limit}, &capped{limit: limit}
 	start := time.Now()
-	streamErr := in.stream(runCtx, execID, stdout, stderr)
+	var streamErr error
+	if c.Stdin != nil {
+		streamErr = in.streamInput(runCtx, execID, c.Stdin, stdout, stderr)
+	} else {
+		streamErr = in.stream(runCtx, execID, stdout, stderr)
+	}
 	res := sandbox.Result{
 		Stdout: stdout.buf.Bytes(), StdoutTruncated: stdout.truncated,
 		Stderr: stderr.buf.Bytes(), StderrTruncated: stderr.truncated,
@@ -197,17 +203,23 @@ func (in *Instance) stream(ctx context.Context, execID string, stdout, stderr io
 		}
 		return de
 	}
-	if err := demux(resp.Body, stdout, stderr); err != nil {
-		if ctx.Err() != nil {
-			return transportError("read exec output", ctx.Err())
-		}
-		var de *Error
-		if errors.As(err, &de) {
-			return de
-		}
-		return &Error{Op: "read exec output", Message: "the output stream broke off"}
+	return outputError(ctx, demux(resp.Body, stdout, stderr))
+}
+
+// outputError is what a failed read of the output stream (err) returns: ctx's
+// end, the engine's own error, or a broken stream; nil stays nil.
+func outputError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	if ctx.Err() != nil {
+		return transportError("read exec output", ctx.Err())
+	}
+	var de *Error
+	if errors.As(err, &de) {
+		return de
+	}
+	return &Error{Op: "read exec output", Message: "the output stream broke off"}
 }
 
 // Stream types of the engine's multiplexed framing.

@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,12 @@ func TestAProtectedEngineOverTLS(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "over tls\n", string(res.Stdout))
 	require.Equal(t, 4, res.ExitCode)
+	// Standard input over TLS: the half-close is TLS's close_notify.
+	input := "stdin over tls\n" + strings.Repeat("s", 300_000)
+	res, err = inst.Run(ctx, sandbox.Command{Argv: []string{"cat"}, Stdin: []byte(input)})
+	require.NoError(t, err)
+	require.Equal(t, input, string(res.Stdout))
+	require.Zero(t, res.ExitCode)
 	require.NoError(t, inst.WriteFile(ctx, "f", []byte("tls")))
 	f, err := inst.ReadFile(ctx, "f", 0)
 	require.NoError(t, err)
@@ -124,4 +131,41 @@ func TestAProtectedEngineOverTLS(t *testing.T) {
 	spec.Credential = nil
 	_, err = d.Create(ctx, spec)
 	require.ErrorIs(t, err, endpoint.ErrRefused)
+}
+
+func TestStdinNeedsHTTP1(t *testing.T) {
+	t.Parallel()
+	pki := newTestPKI(t)
+	eng := newFakeEngine(t)
+	// A TLS endpoint that negotiates HTTP/2 (not dockerd, which answers HTTP/1.1
+	// on its TLS listener): the upgrade cannot be asked for on it.
+	eng.Server = httptest.NewUnstartedServer(http.HandlerFunc(eng.serve))
+	eng.EnableHTTP2 = true
+	eng.TLS = &tls.Config{Certificates: []tls.Certificate{pki.server}, ClientCAs: pki.pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	eng.StartTLS()
+	t.Cleanup(eng.shutdown)
+	_, portText, err := net.SplitHostPort(eng.Listener.Addr().String())
+	require.NoError(t, err)
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+	policy := &endpoint.Policy{AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, AllowedPorts: []uint16{uint16(port)}}
+	cred, err := json.Marshal(map[string]string{"tls_ca": pki.caPEM, "tls_cert": pki.certPEM, "tls_key": pki.keyPEM})
+	require.NoError(t, err)
+	spec := sandbox.Spec{
+		EnvironmentID: id.New(id.Environment), WorkspaceID: id.New(id.Workspace),
+		Provider:   json.RawMessage(`{"host":"tcp://` + eng.Listener.Addr().String() + `"}`),
+		Credential: cred,
+		Template:   json.RawMessage(`{"image":"alpine:3.21"}`),
+	}
+	d := New(policy, Options{})
+	ctx := t.Context()
+	h, err := d.Create(ctx, spec)
+	require.NoError(t, err)
+	inst, err := d.Open(ctx, spec, h)
+	require.NoError(t, err)
+	defer inst.Close()
+	_, err = inst.Run(ctx, sandbox.Command{Argv: []string{"cat"}, Stdin: []byte("x")})
+	var de *Error
+	require.ErrorAs(t, err, &de)
+	require.Contains(t, de.Message, "HTTP/1.1")
 }
