@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -188,6 +189,12 @@ func (d *Modal) connection() (*grpc.ClientConn, error) {
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(pbCodec{}),
 			grpc.MaxCallRecvMsgSize(modalMaxMessage), grpc.MaxCallSendMsgSize(modalMaxMessage)),
 		grpc.WithUserAgent("svc-envhosted"),
+		// The connection is shared by every provider: after a network blip,
+		// reconnect within seconds rather than gRPC's default of up to two
+		// minutes, during which every call would fail as unreachable.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+			BaseDelay: 500 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second,
+		}, MinConnectTimeout: 10 * time.Second}),
 	)
 	if err != nil {
 		return nil, &Error{Vendor: TypeModal, Op: "connect", Msg: "invalid API server address"}

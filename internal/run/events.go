@@ -1,9 +1,11 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/svcdev/svc/gen/db"
@@ -103,9 +105,41 @@ func encodeEvents(evs []NewEvent) (encodedEvents, error) {
 		if err != nil {
 			return encodedEvents{}, fmt.Errorf("encode %s event: %w", e.Type, err)
 		}
-		out.types[i], out.data[i], out.ords[i] = e.Type, b, int32(i+1)
+		out.types[i], out.data[i], out.ords[i] = e.Type, jsonbSafe(b), int32(i+1)
 	}
 	return out, nil
+}
+
+// jsonbSafe replaces each escaped NUL character (\u0000) of the JSON text b
+// with U+FFFD: PostgreSQL's jsonb refuses NUL, and a model may well stream
+// one, which would otherwise make its step impossible to record, attempt
+// after attempt. Escapes are walked one by one, so an escaped backslash
+// followed by "u0000" is left alone.
+func jsonbSafe(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u0000`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) && string(b[i+2:i+6]) == "0000" {
+			out = append(out, `\ufffd`...)
+			i += 5
+			continue
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
+}
+
+// textSafe replaces NUL characters, which PostgreSQL's text refuses, with
+// U+FFFD.
+func textSafe(s string) string {
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
 // written answers the events as written, numbered up to lastSeq.

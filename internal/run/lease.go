@@ -178,8 +178,8 @@ type Step struct {
 // Commit records a step under the fence, in one round trip: the run's
 // checkpoint key, step count and usage, the step's messages and events; the
 // checkpoint it replaced is queued for deletion (checkpoint_cleanup).
-// Refused with ErrLeaseLost, the checkpoint object the caller wrote is left
-// for the run's next attempt to replace.
+// Refused with ErrLeaseLost, nothing is written and nothing names the
+// checkpoint object the caller put: the caller may delete it.
 func (s *Service) Commit(ctx context.Context, l Lease, st Step) error {
 	if err := checkpoint.CheckKey(l.WorkspaceID, st.CheckpointKey); err != nil {
 		return err

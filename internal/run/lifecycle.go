@@ -301,9 +301,9 @@ func encodeMessages(msgs []Message) (encodedMessages, error) {
 		if err != nil {
 			return encodedMessages{}, fmt.Errorf("encode a %s message: %w", m.Role, err)
 		}
-		out.roles[i], out.contents[i], out.toolCalls[i], out.isErrors[i], out.ords[i] = m.Role, m.Content, b, m.IsError, int32(i+1)
+		out.roles[i], out.contents[i], out.toolCalls[i], out.isErrors[i], out.ords[i] = m.Role, textSafe(m.Content), jsonbSafe(b), m.IsError, int32(i+1)
 		if m.ToolCallID != nil {
-			out.toolCallIDs[i] = *m.ToolCallID
+			out.toolCallIDs[i] = textSafe(*m.ToolCallID)
 		}
 	}
 	return out, nil

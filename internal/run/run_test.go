@@ -385,3 +385,39 @@ func TestClaimSkipsLockedRunsAcrossWorkers(t *testing.T) {
 	wg.Wait()
 	require.Len(t, seen, runs)
 }
+
+// TestNULCharactersAreRecorded: a model may stream a NUL character, which
+// PostgreSQL's text and jsonb refuse; the step is recorded with U+FFFD in
+// its place, and an escaped backslash before "u0000" stays as it was.
+func TestNULCharactersAreRecorded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 3)
+	ctx := t.Context()
+	r, err := b.svc.Start(ctx, b.caller, run.StartInput{AgentID: b.agentID, Input: "go"})
+	require.NoError(t, err)
+	claims, err := b.svc.Claim(ctx, "w1", 1, 30*time.Second)
+	require.NoError(t, err)
+	l := claims[0].Lease
+	callID := "call_\x00"
+	args := `{"q":"a\u0000b"}`
+	require.NoError(t, b.svc.Emit(ctx, l, []run.NewEvent{{Type: run.EventToolCall, Data: run.ToolCallData{CallID: callID, Name: "lookup", Arguments: args}}}))
+	key, err := checkpoint.Key(b.caller.WorkspaceID, r.ID, "s1")
+	require.NoError(t, err)
+	text := "one\x00two \\u0000 three"
+	require.NoError(t, b.svc.Commit(ctx, l, run.Step{Number: 1, CheckpointKey: key,
+		Messages: []run.Message{{Role: "assistant", Content: text, ToolCalls: []run.ToolCall{{ID: callID, Name: "lookup", Arguments: args}}}},
+		Events:   []run.NewEvent{{Type: run.EventMessageCompleted, Data: run.MessageData{Role: "assistant", Content: text}}}}))
+
+	want := "one\uFFFDtwo \\u0000 three"
+	msgs, err := b.svc.ListMessages(ctx, b.caller, r.ThreadID, 0, 100)
+	require.NoError(t, err)
+	require.Equal(t, want, msgs[1].Content)
+	require.Equal(t, "call_\uFFFD", msgs[1].ToolCalls[0].ID)
+	evs := b.events(t, r.ThreadID)
+	var call run.ToolCallData
+	require.NoError(t, json.Unmarshal(evs[len(evs)-2].Data, &call))
+	require.Equal(t, "call_\uFFFD", call.CallID)
+	var done run.MessageData
+	require.NoError(t, json.Unmarshal(evs[len(evs)-1].Data, &done))
+	require.Equal(t, want, done.Content)
+}

@@ -123,6 +123,11 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 			serr = a.w.runs.Finish(ctx, l, run.StatusFailed, &run.Failure{Code: f.code, Message: f.msg}, usage, step)
 			break
 		}
+		if cause != nil && errors.Is(err, context.Canceled) {
+			// The attempt was cut short for cause (a step that could not be
+			// written, say): that is the reason, not the cancellation.
+			err = cause
+		}
 		log.Warn("attempt failed; the run is retried", "error", err.Error())
 		serr = a.w.runs.Retry(ctx, l, step, err.Error())
 	case out.Failure != nil:

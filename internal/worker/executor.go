@@ -146,6 +146,10 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 	}
 	input := lastUserText(state.Messages)
 	for _, p := range e.d.Prompts {
+		if state.Ended != nil {
+			// The run has its answer; no model call is left to prompt.
+			break
+		}
 		part, err := p(ctx, rc, input)
 		if err != nil {
 			return agentloop.Spec{}, agentloop.State{}, err

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -106,8 +107,10 @@ func (h *host) check(err error) error {
 // ToolCalls implements agentloop.Host: the text streamed before the calls
 // and their tool.call events are written in one statement while the tools
 // run, so neither waits for the other. Step waits for the write before it
-// commits, so the calls precede their results in the thread's events; a
-// write refused for a lost lease cancels the attempt, and with it the tools.
+// commits, so the calls precede their results in the thread's events. A
+// write that fails, for a lost lease or any other reason, cancels the
+// attempt, and with it the tools: none runs on past a step that cannot be
+// recorded.
 func (h *host) ToolCalls(ctx context.Context, calls []llm.ToolCall) error {
 	h.flushMu.Lock()
 	evs := h.takePending()
@@ -120,7 +123,12 @@ func (h *host) ToolCalls(ctx context.Context, calls []llm.ToolCall) error {
 	go func() {
 		// flushMu is held until the write is done, so no delta overtakes it.
 		defer h.flushMu.Unlock()
-		written <- h.check(h.e.d.Runs.Emit(ctx, h.a.c.Lease, evs))
+		err := h.check(h.e.d.Runs.Emit(ctx, h.a.c.Lease, evs))
+		if err != nil && !errors.Is(err, run.ErrLeaseLost) && ctx.Err() == nil {
+			err = fmt.Errorf("write the step's tool calls: %w", err)
+			h.a.cancel(err)
+		}
+		written <- err
 	}()
 	return nil
 }
@@ -146,6 +154,9 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 	l := h.a.c.Lease
 	key, err := h.e.saveCheckpoint(ctx, l, rec.State)
 	if werr := h.awaitToolCalls(); werr != nil {
+		if err == nil {
+			h.discardCheckpoint(key)
+		}
 		return werr
 	}
 	if err != nil {
@@ -176,11 +187,30 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 	usage := run.Usage{InputTokens: int64(rec.State.Usage.InputTokens), OutputTokens: int64(rec.State.Usage.OutputTokens)}
 	step := int32(rec.State.Step)
 	if err := h.check(h.e.d.Runs.Commit(ctx, l, run.Step{Number: step, CheckpointKey: key, Usage: usage, Messages: msgs, Events: evs})); err != nil {
+		if errors.Is(err, run.ErrLeaseLost) {
+			// Refused: nothing names the object. (Any other failure may
+			// hide a commit that took place; the object stays.)
+			h.discardCheckpoint(key)
+		}
 		return err
 	}
 	h.a.step.Store(step)
 	return nil
 }
+
+// discardCheckpoint deletes, best effort, a checkpoint object of this
+// attempt that no commit recorded: its name is the attempt's own, so no
+// later attempt replaces it, and no cleanup delivery names it.
+func (h *host) discardCheckpoint(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), discardTimeout)
+	defer cancel()
+	if err := h.e.d.Objects.Delete(ctx, key); err != nil {
+		h.e.d.Log.Warn("could not delete a checkpoint no step recorded", "key", key, "error", err.Error())
+	}
+}
+
+// discardTimeout bounds deleting an unrecorded checkpoint.
+const discardTimeout = 10 * time.Second
 
 // Await implements agentloop.Host: the answers of waited calls that arrived.
 func (h *host) Await(ctx context.Context, calls []string) (map[string]tool.Result, error) {

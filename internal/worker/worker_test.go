@@ -3,13 +3,16 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,6 +245,106 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 		names = append(names, name)
 	}
 	require.Contains(t, names, memtool.SearchTool)
+}
+
+// TestToolCallWriteFailureStopsTheTools: the step's tool.call events are
+// written while its tools run; when that write fails (here the database
+// refuses it), a tool still running is cancelled at once rather than left to
+// run on for a step that cannot be recorded; a checkpoint put meanwhile is
+// deleted, since nothing names it; the attempt is retried with the write's
+// failure as its reason.
+func TestToolCallWriteFailureStopsTheTools(t *testing.T) {
+	t.Parallel()
+	for _, slow := range []bool{true, false} {
+		t.Run(fmt.Sprintf("slow=%v", slow), func(t *testing.T) {
+			t.Parallel()
+			script := []llmtest.Turn{
+				{Text: "Waiting.", ToolCalls: []llmtest.Call{{Name: "wait", Arguments: `{}`}}},
+				{Text: "Done."},
+			}
+			b := setup(t, script, 1)
+			ctx := t.Context()
+			_, err := b.pool.Exec(ctx, `CREATE FUNCTION refuse_tool_calls() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN
+					IF NEW.type = 'tool.call' THEN PERFORM pg_sleep(0.2); RAISE EXCEPTION 'tool calls refused by the test'; END IF;
+					RETURN NEW;
+				END $$;
+				CREATE TRIGGER refuse_tool_calls BEFORE INSERT ON thread_event FOR EACH ROW EXECUTE FUNCTION refuse_tool_calls();`)
+			require.NoError(t, err)
+			cancelled := make(chan time.Duration, 1)
+			waitTool := func(context.Context, worker.RunContext) ([]tool.Tool, error) {
+				return []tool.Tool{{
+					Def: llm.Tool{Name: "wait", Description: "Waits.", Parameters: json.RawMessage(`{"type":"object"}`)},
+					Call: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+						if !slow {
+							return tool.Result{Text: "at once"}, nil
+						}
+						start := time.Now()
+						select {
+						case <-ctx.Done():
+							cancelled <- time.Since(start)
+							return tool.Result{}, ctx.Err()
+						case <-time.After(20 * time.Second):
+							return tool.Result{Text: "waited"}, nil
+						}
+					},
+				}}, nil
+			}
+			store := &putRecorder{Store: b.store}
+			exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: b.runs, Keyring: b.ring, Objects: store, Types: b.reg,
+				HTTPClient: b.policy.HTTPClient(0), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Toolsets: []worker.Toolset{waitTool}})
+			w := worker.New(b.pool, b.runs, exec, worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond},
+				slog.New(slog.NewTextHandler(io.Discard, nil)))
+			wctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- w.Run(wctx) }()
+			defer func() { cancel(); <-done }()
+
+			r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: b.agentID, Input: "go"})
+			require.NoError(t, err)
+			if slow {
+				select {
+				case took := <-cancelled:
+					require.Less(t, took, 5*time.Second)
+				case <-time.After(15 * time.Second):
+					t.Fatal("the tool ran on after its step's write failed")
+				}
+			}
+			got := b.waitRun(t, r.ID, 10*time.Second)
+			require.Equal(t, run.StatusFailed, got.Status)
+			require.NotNil(t, got.Error)
+			require.Contains(t, got.Error.Message, "write the step's tool calls")
+			require.Contains(t, got.Error.Message, "tool calls refused by the test")
+			require.EqualValues(t, 0, got.Step, "the step was not recorded")
+			if !slow {
+				require.Len(t, store.keys(), 1, "the step's checkpoint was put while the write went on")
+			}
+			for _, key := range store.keys() {
+				_, err := b.store.Get(ctx, key, 0, -1)
+				require.ErrorIs(t, err, objectstore.ErrNotFound, "the unrecorded checkpoint %s was deleted", key)
+			}
+		})
+	}
+}
+
+// putRecorder is a store that notes the keys put.
+type putRecorder struct {
+	objectstore.Store
+	mu   sync.Mutex
+	puts []string
+}
+
+func (p *putRecorder) Put(ctx context.Context, key string, r io.Reader, size int64, opts objectstore.PutOptions) (objectstore.Info, error) {
+	p.mu.Lock()
+	p.puts = append(p.puts, key)
+	p.mu.Unlock()
+	return p.Store.Put(ctx, key, r, size, opts)
+}
+
+func (p *putRecorder) keys() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.puts)
 }
 
 // TestResumeFromCheckpoint: an attempt whose lease expires mid-run (its
