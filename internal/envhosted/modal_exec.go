@@ -2,6 +2,7 @@ package envhosted
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -58,17 +59,30 @@ func (i *modalInstance) exec(ctx context.Context, script string, stdin []byte, h
 	stdout, stderr := &capped{limit: limit}, &capped{limit: limit}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
+	// A stream that fails ends the other: the command's output is lost
+	// either way, and the other would wait for its deadline.
+	octx, stop := context.WithCancel(ctx)
+	defer stop()
 	for n, s := range []struct {
 		fd uint64
 		w  *capped
 	}{{modalStdout, stdout}, {modalStderr, stderr}} {
-		wg.Go(func() { errs[n] = i.output(ctx, id, s.fd, s.w) })
+		wg.Go(func() {
+			if errs[n] = i.output(octx, id, s.fd, s.w); errs[n] != nil {
+				stop()
+			}
+		})
 	}
 	wg.Wait()
+	// The failure that ended the streams, rather than the other's cancel.
+	var failed error
 	for _, err := range errs {
-		if err != nil {
-			return modalExecResult{}, err
+		if err != nil && (failed == nil || errors.Is(failed, context.Canceled)) {
+			failed = err
 		}
+	}
+	if failed != nil {
+		return modalExecResult{}, failed
 	}
 	code, err := i.wait(ctx, id)
 	if err != nil {
@@ -132,11 +146,20 @@ func (i *modalInstance) output(ctx context.Context, execID string, fd uint64, w 
 		if done {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		// A stream that ended without the final batch is opened again from
+		// the last batch seen, after a pause: never a busy loop against a
+		// server that keeps ending it.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(modalReopenPause):
 		}
 	}
 }
+
+// modalReopenPause is the pause before a command's output stream is opened
+// again.
+const modalReopenPause = 50 * time.Millisecond
 
 // wait long-polls ContainerExecWait until the exec completes; -1 when it
 // completed without an exit code (a signal).
