@@ -124,6 +124,20 @@ func (b *bundle) worker(name string, slots int, lease, drain time.Duration) *wor
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
+// runWorker runs, until the test ends, a worker of one slot on an executor
+// of the bundle's database, runs, key ring, types and client, with the
+// store, toolsets and prompt sections of d.
+func (b *bundle) runWorker(t *testing.T, d worker.ExecutorDeps) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d.Pool, d.Runs, d.Keyring, d.Types, d.HTTPClient, d.Log = b.pool, b.runs, b.ring, b.reg, b.policy.HTTPClient(0), log
+	w := worker.New(b.pool, b.runs, worker.NewExecutor(d), worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond}, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 func (b *bundle) waitRun(t *testing.T, runID string, within time.Duration) run.Run {
 	t.Helper()
 	var r run.Run
@@ -216,15 +230,8 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 	head, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "rememberer",
 		Config: json.RawMessage(`{"model":"main","instructions":"Be brief.","memories":[{"memory_id":"` + notes.ID + `"}]}`)})
 	require.NoError(t, err)
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: b.runs, Keyring: b.ring, Objects: b.store, Types: b.reg,
-		HTTPClient: b.policy.HTTPClient(0), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	b.runWorker(t, worker.ExecutorDeps{Objects: b.store,
 		Toolsets: []worker.Toolset{worker.MemoryToolset(ts)}, Prompts: []worker.PromptSection{worker.MemoryPrompt(ts)}})
-	w := worker.New(b.pool, b.runs, exec, worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	defer func() { cancel(); <-done }()
 
 	r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: head.ID, Input: "Where did I live?"})
 	require.NoError(t, err)
@@ -291,14 +298,7 @@ func TestToolCallWriteFailureStopsTheTools(t *testing.T) {
 				}}, nil
 			}
 			store := &putRecorder{Store: b.store}
-			exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: b.runs, Keyring: b.ring, Objects: store, Types: b.reg,
-				HTTPClient: b.policy.HTTPClient(0), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Toolsets: []worker.Toolset{waitTool}})
-			w := worker.New(b.pool, b.runs, exec, worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond},
-				slog.New(slog.NewTextHandler(io.Discard, nil)))
-			wctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- w.Run(wctx) }()
-			defer func() { cancel(); <-done }()
+			b.runWorker(t, worker.ExecutorDeps{Objects: store, Toolsets: []worker.Toolset{waitTool}})
 
 			r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: b.agentID, Input: "go"})
 			require.NoError(t, err)
