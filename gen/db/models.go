@@ -361,6 +361,8 @@ type Run struct {
 	FinishedAt        *time.Time      `json:"finished_at"`
 	UpdatedAt         time.Time       `json:"updated_at"`
 	WaitingCalls      []string        `json:"waiting_calls"`
+	RootRunID         *string         `json:"root_run_id"`
+	Depth             int32           `json:"depth"`
 }
 
 type RunAttempt struct {

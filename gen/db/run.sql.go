@@ -12,19 +12,42 @@ import (
 )
 
 const attemptEnd = `-- name: AttemptEnd :exec
-UPDATE run_attempt
-SET status = $1, charged = $2, to_step = $3, error = $4, ended_at = now()
-WHERE id = $5 AND status = 'running'
+WITH ended AS (
+    UPDATE run_attempt
+    SET status = $1, charged = $2, to_step = $3, error = $4, ended_at = now()
+    WHERE run_attempt.id = $5 AND run_attempt.status = 'running'
+    RETURNING run_attempt.run_id, run_attempt.workspace_id
+), stray AS (
+    SELECT ended.workspace_id, jsonb_agg(k.key ORDER BY k.key) AS keys
+    FROM ended JOIN run ON run.id = ended.run_id, unnest($6::text[]) AS k(key)
+    WHERE k.key IS DISTINCT FROM run.checkpoint_key
+    GROUP BY ended.workspace_id
+), cleanup AS (
+    INSERT INTO outbox (id, kind, workspace_id, payload, next_attempt_at)
+    SELECT $7, 'checkpoint_cleanup', stray.workspace_id, jsonb_build_object('keys', stray.keys),
+        now() + make_interval(secs => $8::float8)
+    FROM stray
+    RETURNING kind
+)
+SELECT pg_notify('svc_outbox', cleanup.kind) FROM cleanup
 `
 
 type AttemptEndParams struct {
-	Status  string  `json:"status"`
-	Charged bool    `json:"charged"`
-	ToStep  *int32  `json:"to_step"`
-	Error   *string `json:"error"`
-	ID      string  `json:"id"`
+	Status              string   `json:"status"`
+	Charged             bool     `json:"charged"`
+	ToStep              *int32   `json:"to_step"`
+	Error               *string  `json:"error"`
+	ID                  string   `json:"id"`
+	UnrecordedKeys      []string `json:"unrecorded_keys"`
+	CleanupID           string   `json:"cleanup_id"`
+	CleanupDelaySeconds float64  `json:"cleanup_delay_seconds"`
 }
 
+// AttemptEnd records how an attempt ended and, in the same statement,
+// queues the deletion of the checkpoint objects it may have written without
+// recording them (unrecorded_keys), all but the run's current checkpoint: a
+// checkpoint_cleanup delivery due after cleanup_delay_seconds, and the
+// senders woken. The run's row is locked by the caller.
 func (q *Queries) AttemptEnd(ctx context.Context, db DBTX, arg AttemptEndParams) error {
 	_, err := db.Exec(ctx, attemptEnd,
 		arg.Status,
@@ -32,6 +55,9 @@ func (q *Queries) AttemptEnd(ctx context.Context, db DBTX, arg AttemptEndParams)
 		arg.ToStep,
 		arg.Error,
 		arg.ID,
+		arg.UnrecordedKeys,
+		arg.CleanupID,
+		arg.CleanupDelaySeconds,
 	)
 	return err
 }
@@ -629,7 +655,7 @@ func (q *Queries) RunCancelNotify(ctx context.Context, db DBTX, id string) error
 }
 
 const runChildOfCall = `-- name: RunChildOfCall :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls FROM run WHERE parent_run_id = $1 AND parent_call_id = $2
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE parent_run_id = $1 AND parent_call_id = $2
 `
 
 type RunChildOfCallParams struct {
@@ -670,6 +696,8 @@ func (q *Queries) RunChildOfCall(ctx context.Context, db DBTX, arg RunChildOfCal
 		&i.FinishedAt,
 		&i.UpdatedAt,
 		&i.WaitingCalls,
+		&i.RootRunID,
+		&i.Depth,
 	)
 	return i, err
 }
@@ -875,7 +903,7 @@ func (q *Queries) RunEmitFenced(ctx context.Context, db DBTX, arg RunEmitFencedP
 }
 
 const runExpiredLeases = `-- name: RunExpiredLeases :many
-SELECT r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls FROM run r
+SELECT r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth FROM run r
 WHERE r.lease_expires_at < now()
 ORDER BY r.lease_expires_at
 LIMIT $1
@@ -922,6 +950,8 @@ func (q *Queries) RunExpiredLeases(ctx context.Context, db DBTX, pageLimit int32
 			&i.FinishedAt,
 			&i.UpdatedAt,
 			&i.WaitingCalls,
+			&i.RootRunID,
+			&i.Depth,
 		); err != nil {
 			return nil, err
 		}
@@ -934,7 +964,7 @@ func (q *Queries) RunExpiredLeases(ctx context.Context, db DBTX, pageLimit int32
 }
 
 const runFence = `-- name: RunFence :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls FROM run
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run
 WHERE id = $1 AND lease_attempt_id = $2 AND lease_expires_at > now()
 FOR UPDATE
 `
@@ -979,6 +1009,8 @@ func (q *Queries) RunFence(ctx context.Context, db DBTX, arg RunFenceParams) (Ru
 		&i.FinishedAt,
 		&i.UpdatedAt,
 		&i.WaitingCalls,
+		&i.RootRunID,
+		&i.Depth,
 	)
 	return i, err
 }
@@ -990,7 +1022,7 @@ SET status = $1, error = $2, usage = coalesce($3, usage),
     lease_attempt_id = NULL, lease_worker = NULL, lease_expires_at = NULL,
     finished_at = now(), updated_at = now()
 WHERE id = $5 AND finished_at IS NULL
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth
 `
 
 type RunFinishParams struct {
@@ -1040,12 +1072,14 @@ func (q *Queries) RunFinish(ctx context.Context, db DBTX, arg RunFinishParams) (
 		&i.FinishedAt,
 		&i.UpdatedAt,
 		&i.WaitingCalls,
+		&i.RootRunID,
+		&i.Depth,
 	)
 	return i, err
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls FROM run WHERE workspace_id = $1 AND id = $2
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE workspace_id = $1 AND id = $2
 `
 
 type RunGetParams struct {
@@ -1086,12 +1120,14 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 		&i.FinishedAt,
 		&i.UpdatedAt,
 		&i.WaitingCalls,
+		&i.RootRunID,
+		&i.Depth,
 	)
 	return i, err
 }
 
 const runGetByID = `-- name: RunGetByID :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls FROM run WHERE id = $1
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE id = $1
 `
 
 func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id string) (Run, error) {
@@ -1127,16 +1163,18 @@ func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id string) (Run, erro
 		&i.FinishedAt,
 		&i.UpdatedAt,
 		&i.WaitingCalls,
+		&i.RootRunID,
+		&i.Depth,
 	)
 	return i, err
 }
 
 const runInsert = `-- name: RunInsert :one
 INSERT INTO run (id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions,
-    parent_run_id, parent_call_id, max_attempts, created_by_id)
+    parent_run_id, parent_call_id, root_run_id, depth, max_attempts, created_by_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-    $9, $10, $11, $12)
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls
+    $9, $10, $11, $12, $13, $14)
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth
 `
 
 type RunInsertParams struct {
@@ -1150,6 +1188,8 @@ type RunInsertParams struct {
 	SkillRevisions json.RawMessage `json:"skill_revisions"`
 	ParentRunID    *string         `json:"parent_run_id"`
 	ParentCallID   *string         `json:"parent_call_id"`
+	RootRunID      *string         `json:"root_run_id"`
+	Depth          int32           `json:"depth"`
 	MaxAttempts    int32           `json:"max_attempts"`
 	CreatedByID    string          `json:"created_by_id"`
 }
@@ -1166,6 +1206,8 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		arg.SkillRevisions,
 		arg.ParentRunID,
 		arg.ParentCallID,
+		arg.RootRunID,
+		arg.Depth,
 		arg.MaxAttempts,
 		arg.CreatedByID,
 	)
@@ -1200,6 +1242,8 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		&i.FinishedAt,
 		&i.UpdatedAt,
 		&i.WaitingCalls,
+		&i.RootRunID,
+		&i.Depth,
 	)
 	return i, err
 }
@@ -1218,7 +1262,7 @@ SET status = 'running',
     updated_at = now()
 FROM c
 WHERE r.id = c.id AND r.finished_at IS NULL AND r.lease_expires_at IS NULL
-RETURNING r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls
+RETURNING r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth
 `
 
 type RunLeaseParams struct {
@@ -1273,6 +1317,8 @@ func (q *Queries) RunLease(ctx context.Context, db DBTX, arg RunLeaseParams) ([]
 			&i.FinishedAt,
 			&i.UpdatedAt,
 			&i.WaitingCalls,
+			&i.RootRunID,
+			&i.Depth,
 		); err != nil {
 			return nil, err
 		}
@@ -1285,7 +1331,7 @@ func (q *Queries) RunLease(ctx context.Context, db DBTX, arg RunLeaseParams) ([]
 }
 
 const runList = `-- name: RunList :many
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls FROM run
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run
 WHERE workspace_id = $1 AND id < $2
     AND ($3::text IS NULL OR status = $3::text)
 ORDER BY id DESC
@@ -1343,6 +1389,8 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.FinishedAt,
 			&i.UpdatedAt,
 			&i.WaitingCalls,
+			&i.RootRunID,
+			&i.Depth,
 		); err != nil {
 			return nil, err
 		}
@@ -1355,7 +1403,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 }
 
 const runListByThread = `-- name: RunListByThread :many
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls FROM run
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run
 WHERE workspace_id = $1 AND thread_id = $2 AND id < $3
 ORDER BY id DESC
 LIMIT $4
@@ -1412,6 +1460,8 @@ func (q *Queries) RunListByThread(ctx context.Context, db DBTX, arg RunListByThr
 			&i.FinishedAt,
 			&i.UpdatedAt,
 			&i.WaitingCalls,
+			&i.RootRunID,
+			&i.Depth,
 		); err != nil {
 			return nil, err
 		}
@@ -1424,7 +1474,7 @@ func (q *Queries) RunListByThread(ctx context.Context, db DBTX, arg RunListByThr
 }
 
 const runLock = `-- name: RunLock :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls FROM run WHERE workspace_id = $1 AND id = $2 FOR UPDATE
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE workspace_id = $1 AND id = $2 FOR UPDATE
 `
 
 type RunLockParams struct {
@@ -1465,6 +1515,8 @@ func (q *Queries) RunLock(ctx context.Context, db DBTX, arg RunLockParams) (Run,
 		&i.FinishedAt,
 		&i.UpdatedAt,
 		&i.WaitingCalls,
+		&i.RootRunID,
+		&i.Depth,
 	)
 	return i, err
 }
@@ -1531,7 +1583,7 @@ func (q *Queries) RunRenewLease(ctx context.Context, db DBTX, arg RunRenewLeaseP
 const runRequestCancel = `-- name: RunRequestCancel :one
 UPDATE run SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
 WHERE id = $1
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth
 `
 
 func (q *Queries) RunRequestCancel(ctx context.Context, db DBTX, id string) (Run, error) {
@@ -1567,6 +1619,8 @@ func (q *Queries) RunRequestCancel(ctx context.Context, db DBTX, id string) (Run
 		&i.FinishedAt,
 		&i.UpdatedAt,
 		&i.WaitingCalls,
+		&i.RootRunID,
+		&i.Depth,
 	)
 	return i, err
 }
@@ -1596,7 +1650,7 @@ func (q *Queries) RunSuspend(ctx context.Context, db DBTX, arg RunSuspendParams)
 }
 
 const runUnfinishedChildren = `-- name: RunUnfinishedChildren :many
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls FROM run WHERE parent_run_id = $1 AND finished_at IS NULL FOR UPDATE
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE parent_run_id = $1 AND finished_at IS NULL FOR UPDATE
 `
 
 func (q *Queries) RunUnfinishedChildren(ctx context.Context, db DBTX, parentRunID *string) ([]Run, error) {
@@ -1638,6 +1692,8 @@ func (q *Queries) RunUnfinishedChildren(ctx context.Context, db DBTX, parentRunI
 			&i.FinishedAt,
 			&i.UpdatedAt,
 			&i.WaitingCalls,
+			&i.RootRunID,
+			&i.Depth,
 		); err != nil {
 			return nil, err
 		}

@@ -27,8 +27,17 @@ import (
 type Limits struct {
 	MaxSteps  int
 	MaxTokens int64
-	// Deadline is when the run's time is up (its start plus timeout_seconds).
+	// Deadline is when the run's time is up, on the clock Now reads.
 	Deadline time.Time
+	// Now is the clock Deadline is on (nil: time.Now).
+	Now func() time.Time
+}
+
+func (l Limits) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
 }
 
 // Spec is what one run calls: the model and its name at the vendor, the
@@ -188,7 +197,7 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 		if !host.Continue() {
 			return Outcome{State: state}, ErrStopped
 		}
-		callCtx, cancel := context.WithDeadline(ctx, spec.Limits.Deadline)
+		callCtx, cancel := context.WithTimeout(ctx, spec.Limits.Deadline.Sub(spec.Limits.now()))
 		resp, err := spec.Model.Stream(callCtx, llm.Request{
 			Model: spec.ModelName, System: spec.System, Messages: state.Messages, Tools: defs,
 			MaxOutputTokens: spec.MaxOutputTokens, Temperature: spec.Temperature,
@@ -311,7 +320,7 @@ func limitReached(l Limits, s State) *Failure {
 		return &Failure{Code: CodeLimit, Message: fmt.Sprintf("the run reached its limit of %d steps", l.MaxSteps)}
 	case l.MaxTokens > 0 && int64(s.Usage.InputTokens+s.Usage.OutputTokens) >= l.MaxTokens:
 		return &Failure{Code: CodeLimit, Message: fmt.Sprintf("the run reached its limit of %d tokens", l.MaxTokens)}
-	case !l.Deadline.IsZero() && !time.Now().Before(l.Deadline):
+	case !l.Deadline.IsZero() && !l.now().Before(l.Deadline):
 		return &Failure{Code: CodeLimit, Message: "the run reached its time limit"}
 	}
 	return nil

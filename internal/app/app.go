@@ -170,7 +170,8 @@ func (a *App) buildRuns() {
 		a.log.With("component", "environments"))
 	agents := agent.NewService(a.Pool, a.Types, refs.None{})
 	skills := skill.NewService(a.Pool, refs.None{})
-	a.Runs = run.NewService(a.Pool, agents, skills, a.Types, run.Options{MaxAttempts: a.cfg.Worker.MaxAttempts, Publisher: a.publisher})
+	a.Runs = run.NewService(a.Pool, agents, skills, a.Types, run.Options{MaxAttempts: a.cfg.Worker.MaxAttempts, Publisher: a.publisher,
+		Lease: time.Duration(a.cfg.Worker.LeaseSeconds) * time.Second})
 	if !a.role.Worker() {
 		return
 	}
@@ -182,7 +183,8 @@ func (a *App) buildRuns() {
 		Toolsets: []worker.Toolset{
 			worker.WebToolset(a.Pool, a.Keyring, client),
 			worker.EnvironmentToolset(a.Environments, a.Pool, a.Store),
-			worker.SubagentToolset(a.Pool, a.Runs),
+			worker.SubagentToolset(a.Pool, a.Runs, run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
+				MaxLive: a.cfg.Worker.SubagentMaxLiveChildren, MaxTotal: a.cfg.Worker.SubagentMaxDescendants}),
 			worker.MemoryToolset(memories),
 			worker.ConnectionToolset(contool.New(contool.Deps{Pool: a.Pool, Keyring: a.Keyring, Types: a.Types, HTTPClient: client,
 				Log: a.log.With("component", "connections")})),

@@ -11,7 +11,10 @@
 // engine's one-statement step commit (RunCommitStep in sql/queries/run.sql),
 // a delivery of the same payload written by that statement. The outbox then
 // deletes the replaced objects at least once (Cleaner, kind
-// checkpoint_cleanup). The cleaner deletes nothing but checkpoint keys of the
+// checkpoint_cleanup). A checkpoint an attempt wrote but no commit recorded
+// is named the same way by the statement that ends the attempt
+// (AttemptStrays; docs/decisions/0037-delegation-bounds-run-deadline-and-stray-checkpoints.md).
+// The cleaner deletes nothing but checkpoint keys of the
 // delivery's own workspace, so a corrupt outbox row cannot delete an asset, a
 // skill package or another workspace's objects
 // (docs/decisions/0024-namespace-purge-and-checkpoint-cleanup.md).
@@ -58,4 +61,30 @@ func CheckKey(workspaceID, key string) error {
 		return fmt.Errorf("%q is not a checkpoint key: %q is not a run id", key, parts[3])
 	}
 	return nil
+}
+
+// AttemptName is the name of the checkpoint attempt number attempt of a run
+// writes after its step-th step (Key's name): an attempt never writes over
+// another's object, and its end can name what it may have left.
+func AttemptName(attempt, step int32) string {
+	return fmt.Sprintf("a%04d-s%06d.json", attempt, step)
+}
+
+// AttemptStrays are the keys of the checkpoints attempt number attempt of run
+// runID may have written without recording them, when the run had recorded
+// step steps as it ended: a step that records the answers a waiting run got
+// writes the checkpoint of the step it resumes (step), any other the next
+// one (step + 1); an attempt writes no further object until that one is
+// recorded. One of them may be the run's current checkpoint, which the
+// cleanup spares.
+func AttemptStrays(workspaceID, runID string, attempt, step int32) ([]string, error) {
+	out := make([]string, 0, 2)
+	for _, s := range []int32{step, step + 1} {
+		k, err := Key(workspaceID, runID, AttemptName(attempt, s))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }

@@ -100,6 +100,10 @@ type Worker struct {
 	DrainSeconds     int `koanf:"drain_seconds"`
 	AuthoritySeconds int `koanf:"authority_seconds"`
 	LeaseSeconds     int `koanf:"lease_seconds"`
+	// Subagent delegation bounds, per root run (docs/decisions/0037).
+	SubagentMaxDepth        int `koanf:"subagent_max_depth"`
+	SubagentMaxLiveChildren int `koanf:"subagent_max_live_children"`
+	SubagentMaxDescendants  int `koanf:"subagent_max_descendants"`
 }
 
 // Environments configures execution environments.
@@ -236,6 +240,10 @@ func Default() Config {
 			DrainSeconds:     30,
 			AuthoritySeconds: 10,
 			LeaseSeconds:     30,
+
+			SubagentMaxDepth:        4,
+			SubagentMaxLiveChildren: 8,
+			SubagentMaxDescendants:  64,
 		},
 		Environments: Environments{ScanSeconds: 30, RenewalSeconds: 30},
 		Providers:    Providers{OperationScanSeconds: 30, ProbeTimeoutSeconds: 10},

@@ -59,6 +59,9 @@ func (c *Config) Validate() error {
 	v.nonNegative("worker.drain_seconds", w.DrainSeconds)
 	v.positive("worker.authority_seconds", w.AuthoritySeconds)
 	v.positive("worker.lease_seconds", w.LeaseSeconds)
+	v.positive("worker.subagent_max_depth", w.SubagentMaxDepth)
+	v.positive("worker.subagent_max_live_children", w.SubagentMaxLiveChildren)
+	v.positive("worker.subagent_max_descendants", w.SubagentMaxDescendants)
 
 	v.positive("environments.scan_seconds", c.Environments.ScanSeconds)
 	v.positive("environments.renewal_seconds", c.Environments.RenewalSeconds)

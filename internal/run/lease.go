@@ -28,6 +28,10 @@ type Lease struct {
 	Number      int32
 	WorkspaceID string
 	ThreadID    string
+	// Unrecorded are checkpoint keys the attempt wrote, or may have, that
+	// no commit is known to have recorded: the write that ends the attempt
+	// queues their deletion, all but the run's current checkpoint.
+	Unrecorded []string
 }
 
 // Claimed is a run a worker claimed, with its new attempt's lease.
@@ -219,8 +223,8 @@ func (s *Service) Commit(ctx context.Context, l Lease, st Step) error {
 // cancelled, charging the attempt, and starts the thread's next input.
 func (s *Service) Finish(ctx context.Context, l Lease, status Status, failure *Failure, usage Usage, toStep int32) error {
 	return s.fenced(ctx, l, func(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
-		if err := s.q.AttemptEnd(ctx, tx, db.AttemptEndParams{ID: l.AttemptID, Status: "completed", Charged: true, ToStep: &toStep, Error: failureText(failure)}); err != nil {
-			return fmt.Errorf("end attempt %s: %w", l.AttemptID, err)
+		if err := s.endAttempt(ctx, tx, l, db.AttemptEndParams{ID: l.AttemptID, Status: "completed", Charged: true, ToStep: &toStep, Error: failureText(failure)}); err != nil {
+			return err
 		}
 		_, err := s.l.finishRun(ctx, tx, r, status, failure, &usage, 1, ev)
 		return err
@@ -232,8 +236,8 @@ func (s *Service) Finish(ctx context.Context, l Lease, status Status, failure *F
 // checkpoint. A draining worker and a vendor's long Retry-After use it.
 func (s *Service) HandOff(ctx context.Context, l Lease, delay time.Duration, toStep int32, reason string) error {
 	return s.fenced(ctx, l, func(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
-		if err := s.q.AttemptEnd(ctx, tx, db.AttemptEndParams{ID: l.AttemptID, Status: "handed_off", Charged: false, ToStep: &toStep, Error: &reason}); err != nil {
-			return fmt.Errorf("end attempt %s: %w", l.AttemptID, err)
+		if err := s.endAttempt(ctx, tx, l, db.AttemptEndParams{ID: l.AttemptID, Status: "handed_off", Charged: false, ToStep: &toStep, Error: &reason}); err != nil {
+			return err
 		}
 		if err := s.q.RunRelease(ctx, tx, db.RunReleaseParams{ID: r.ID, DelaySeconds: delay.Seconds(), Charge: 0}); err != nil {
 			return fmt.Errorf("release run %s: %w", r.ID, err)
@@ -262,8 +266,8 @@ func failureText(f *Failure) *string {
 // charged attempts reach max_attempts.
 func (s *Service) Retry(ctx context.Context, l Lease, toStep int32, reason string) error {
 	return s.fenced(ctx, l, func(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
-		if err := s.q.AttemptEnd(ctx, tx, db.AttemptEndParams{ID: l.AttemptID, Status: "completed", Charged: true, ToStep: &toStep, Error: &reason}); err != nil {
-			return fmt.Errorf("end attempt %s: %w", l.AttemptID, err)
+		if err := s.endAttempt(ctx, tx, l, db.AttemptEndParams{ID: l.AttemptID, Status: "completed", Charged: true, ToStep: &toStep, Error: &reason}); err != nil {
+			return err
 		}
 		if r.AttemptsUsed+1 >= r.MaxAttempts {
 			_, err := s.l.finishRun(ctx, tx, r, StatusFailed, &Failure{Code: ErrCodeAttemptsExhausted,
@@ -281,4 +285,30 @@ func (s *Service) Retry(ctx context.Context, l Lease, toStep int32, reason strin
 		ev.add(l.ThreadID, out)
 		return err
 	})
+}
+
+// endAttempt records how attempt l ended (p) in tx, which holds its run
+// locked, and in the same statement queues the deletion of the checkpoints
+// the attempt left unrecorded (l.Unrecorded), all but the run's current one.
+func (s *Service) endAttempt(ctx context.Context, tx pgx.Tx, l Lease, p db.AttemptEndParams) error {
+	return s.endAttemptKeys(ctx, tx, l.WorkspaceID, p, l.Unrecorded, 0)
+}
+
+// endAttemptKeys records how an attempt ended (p) in tx, which holds its
+// run locked, and queues the deletion of checkpoints keys of the run, all
+// but its current one, after delay. Keys that are not checkpoints of the
+// workspace are dropped: the cleaner would refuse them, and they are none
+// of the attempt's.
+func (s *Service) endAttemptKeys(ctx context.Context, tx pgx.Tx, workspaceID string, p db.AttemptEndParams, keys []string, delay time.Duration) error {
+	p.UnrecordedKeys = make([]string, 0, len(keys))
+	for _, k := range keys {
+		if checkpoint.CheckKey(workspaceID, k) == nil {
+			p.UnrecordedKeys = append(p.UnrecordedKeys, k)
+		}
+	}
+	p.CleanupID, p.CleanupDelaySeconds = id.New(id.Delivery), delay.Seconds()
+	if err := s.q.AttemptEnd(ctx, tx, p); err != nil {
+		return fmt.Errorf("end attempt %s: %w", p.ID, err)
+	}
+	return nil
 }

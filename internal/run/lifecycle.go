@@ -87,7 +87,8 @@ func (l *lifecycle) startRun(ctx context.Context, tx pgx.Tx, th db.Thread, in db
 		CreatedByID: in.CreatedByID, ParentCallID: parentCallID,
 	}
 	if parent != nil {
-		p.ParentRunID = &parent.ID
+		root, depth := treeOf(*parent)
+		p.ParentRunID, p.RootRunID, p.Depth = &parent.ID, &root, depth
 	}
 	r, err := l.q.RunInsert(ctx, tx, p)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +43,10 @@ type Options struct {
 	// path and in commit order (a queue drained by one goroutine); nil
 	// publishes none.
 	Publisher Publisher
+	// Lease is worker.lease_seconds: how long after the lease sweep ended
+	// an attempt the checkpoints its worker may have left are deleted (a
+	// worker still alive stops writing within it).
+	Lease time.Duration
 }
 
 // Service is the control side of threads and runs.
@@ -50,6 +55,8 @@ type Service struct {
 	q    *db.Queries
 	l    *lifecycle
 	pub  Publisher
+	// lease is Options.Lease.
+	lease time.Duration
 }
 
 // NewService returns the thread and run service over pool.
@@ -59,7 +66,7 @@ func NewService(pool *pgxpool.Pool, agents *agent.Service, skills *skill.Service
 		pub = &asyncPublisher{inner: opts.Publisher}
 	}
 	q := db.New()
-	return &Service{pool: pool, q: q, pub: pub, l: &lifecycle{q: q, agents: agents, skills: skills, reg: reg, maxAttempts: int32(max(opts.MaxAttempts, 1))}}
+	return &Service{pool: pool, q: q, pub: pub, lease: opts.Lease, l: &lifecycle{q: q, agents: agents, skills: skills, reg: reg, maxAttempts: int32(max(opts.MaxAttempts, 1))}}
 }
 
 // CreateThreadInput is a new thread.

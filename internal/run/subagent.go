@@ -23,10 +23,11 @@ type ChildRefused struct{ Reason string }
 func (c *ChildRefused) Error() string { return c.Reason }
 
 // StartChild starts a child run of agent agentID for the parent's tool call
-// callID, on a thread of its own, under the parent attempt's fence. A call
-// starts at most one child: a step retried after a crash finds the child its
-// first try started.
-func (s *Service) StartChild(ctx context.Context, l Lease, callID, agentID, task string) (string, error) {
+// callID, on a thread of its own, under the parent attempt's fence, within
+// lim (a child beyond them is refused: ChildRefused). A call starts at most
+// one child: a step retried after a crash finds the child its first try
+// started.
+func (s *Service) StartChild(ctx context.Context, l Lease, callID, agentID, task string, lim SubagentLimits) (string, error) {
 	if err := validateContent("task", task); err != nil {
 		return "", &ChildRefused{Reason: "the task must be 1 to 100000 characters of text"}
 	}
@@ -38,6 +39,9 @@ func (s *Service) StartChild(ctx context.Context, l Lease, callID, agentID, task
 			return nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if err := s.admitChild(ctx, tx, parent, lim); err != nil {
 			return err
 		}
 		sp, err := tx.Begin(ctx)
@@ -91,7 +95,7 @@ func refusal(err error) error {
 func (s *Service) Suspend(ctx context.Context, l Lease, calls []string, toStep int32) error {
 	return s.fenced(ctx, l, func(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
 		msg := fmt.Sprintf("waiting for %d subagent result(s)", len(calls))
-		if err := s.q.AttemptEnd(ctx, tx, db.AttemptEndParams{ID: l.AttemptID, Status: "handed_off", Charged: false, ToStep: &toStep, Error: &msg}); err != nil {
+		if err := s.endAttempt(ctx, tx, l, db.AttemptEndParams{ID: l.AttemptID, Status: "handed_off", Charged: false, ToStep: &toStep, Error: &msg}); err != nil {
 			return err
 		}
 		if err := s.q.RunSuspend(ctx, tx, db.RunSuspendParams{ID: r.ID, Calls: calls}); err != nil {

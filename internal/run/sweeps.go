@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/checkpoint"
 	"github.com/svcdev/svc/internal/dbx"
 )
 
@@ -48,7 +49,16 @@ func (s *Service) ExpireLeases(ctx context.Context) (int, error) {
 
 func (s *Service) expire(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
 	msg := "the worker's lease expired (it stopped, crashed or lost the database)"
-	if err := s.q.AttemptEnd(ctx, tx, db.AttemptEndParams{ID: *r.LeaseAttemptID, Status: "expired", Charged: true, ToStep: &r.Step, Error: &msg}); err != nil {
+	// The worker may have written a checkpoint it did not record before it
+	// went: its name follows from the attempt and the run's step. A worker
+	// that is still alive stops writing within a lease, so the deletion
+	// waits that long (Options.Lease).
+	strays, err := checkpoint.AttemptStrays(r.WorkspaceID, r.ID, r.AttemptCount, r.Step)
+	if err != nil {
+		return err
+	}
+	if err := s.endAttemptKeys(ctx, tx, r.WorkspaceID, db.AttemptEndParams{ID: *r.LeaseAttemptID, Status: "expired", Charged: true, ToStep: &r.Step, Error: &msg},
+		strays, s.lease); err != nil {
 		return err
 	}
 	switch {

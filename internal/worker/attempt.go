@@ -22,6 +22,11 @@ type attempt struct {
 	stop     atomic.Bool
 	// step is the count of steps recorded, for the attempt's end.
 	step atomic.Int32
+	// unrecorded are the checkpoint keys the attempt wrote (or may have)
+	// that no commit is known to have recorded and that it could not
+	// delete, for its end to queue their deletion. The loop's goroutine
+	// appends; settle reads once Execute returned.
+	unrecorded []string
 }
 
 func newAttempt(w *Worker, c run.Claimed) *attempt {
@@ -99,6 +104,7 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	l, step := a.c.Lease, a.step.Load()
+	l.Unrecorded = a.unrecorded
 	cause := context.Cause(a.ctx)
 	log := a.w.log.With("run_id", l.RunID, "attempt", l.Number)
 	usage := run.Usage{InputTokens: int64(out.State.Usage.InputTokens), OutputTokens: int64(out.State.Usage.OutputTokens)}

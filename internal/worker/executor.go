@@ -72,6 +72,9 @@ type ExecutorDeps struct {
 	// DeltaInterval is how often streamed text is written as message.delta
 	// events (0: 50 ms).
 	DeltaInterval time.Duration
+	// Clock is the worker's clock (nil: time.Now). It measures only spans of
+	// time: what a run's time limit leaves comes from the database.
+	Clock func() time.Time
 }
 
 // Executor runs one attempt of a run: it loads the run's configuration and
@@ -87,8 +90,14 @@ func NewExecutor(d ExecutorDeps) *Executor {
 	if d.DeltaInterval <= 0 {
 		d.DeltaInterval = 50 * time.Millisecond
 	}
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
 	return &Executor{d: d, q: db.New()}
 }
+
+// now reads the worker's clock.
+func (e *Executor) now() time.Time { return e.d.Clock() }
 
 // HTTPClient is the client model calls go through.
 func (e *Executor) HTTPClient() *http.Client { return e.d.HTTPClient }
@@ -159,15 +168,17 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 		}
 		system += part
 	}
-	started := time.Now()
-	if r.StartedAt != nil {
-		started = *r.StartedAt
+	// The time limit counts from the run's start by the database's clock;
+	// the worker's own clock only measures what is left of it.
+	left, err := e.d.Runs.TimeLeft(ctx, r.ID, time.Duration(cfg.Limits.TimeoutSeconds)*time.Second)
+	if err != nil {
+		return agentloop.Spec{}, agentloop.State{}, err
 	}
 	spec := agentloop.Spec{
 		Model: model, ModelName: name, System: system, Tools: tools,
 		Limits: agentloop.Limits{
 			MaxSteps: cfg.Limits.MaxSteps, MaxTokens: int64(cfg.Limits.MaxTokens),
-			Deadline: started.Add(time.Duration(cfg.Limits.TimeoutSeconds) * time.Second),
+			Deadline: e.now().Add(left), Now: e.now,
 		},
 	}
 	return spec, state, nil
@@ -313,9 +324,10 @@ func (e *Executor) state(ctx context.Context, c run.Claimed) (agentloop.State, e
 
 // saveCheckpoint writes the state after a step and answers its key. The key
 // names the attempt, so an attempt that lost its lease never overwrites an
-// object its successor recorded.
+// object its successor recorded. A write that failed answers the key too
+// (the object may exist all the same); "" when nothing was written.
 func (e *Executor) saveCheckpoint(ctx context.Context, l run.Lease, st agentloop.State) (string, error) {
-	key, err := checkpoint.Key(l.WorkspaceID, l.RunID, fmt.Sprintf("a%04d-s%06d.json", l.Number, st.Step))
+	key, err := checkpoint.Key(l.WorkspaceID, l.RunID, checkpoint.AttemptName(l.Number, int32(st.Step)))
 	if err != nil {
 		return "", err
 	}
@@ -324,7 +336,7 @@ func (e *Executor) saveCheckpoint(ctx context.Context, l run.Lease, st agentloop
 		return "", fmt.Errorf("encode checkpoint: %w", err)
 	}
 	if _, err := e.d.Objects.Put(ctx, key, bytes.NewReader(b), int64(len(b)), objectstore.PutOptions{ContentType: "application/json"}); err != nil {
-		return "", fmt.Errorf("write checkpoint: %w", err)
+		return key, fmt.Errorf("write checkpoint: %w", err)
 	}
 	return key, nil
 }

@@ -154,12 +154,11 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 	l := h.a.c.Lease
 	key, err := h.e.saveCheckpoint(ctx, l, rec.State)
 	if werr := h.awaitToolCalls(); werr != nil {
-		if err == nil {
-			h.discardCheckpoint(key)
-		}
+		h.discardCheckpoint(key)
 		return werr
 	}
 	if err != nil {
+		h.discardCheckpoint(key)
 		return err
 	}
 	h.flushMu.Lock()
@@ -188,9 +187,13 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 	step := int32(rec.State.Step)
 	if err := h.check(h.e.d.Runs.Commit(ctx, l, run.Step{Number: step, CheckpointKey: key, Usage: usage, Messages: msgs, Events: evs})); err != nil {
 		if errors.Is(err, run.ErrLeaseLost) {
-			// Refused: nothing names the object. (Any other failure may
-			// hide a commit that took place; the object stays.)
+			// Refused: nothing names the object.
 			h.discardCheckpoint(key)
+		} else {
+			// Any other failure may hide a commit that took place: the
+			// attempt's end deletes the object unless it is the run's
+			// checkpoint.
+			h.a.unrecorded = append(h.a.unrecorded, key)
 		}
 		return err
 	}
@@ -198,14 +201,21 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 	return nil
 }
 
-// discardCheckpoint deletes, best effort, a checkpoint object of this
-// attempt that no commit recorded: its name is the attempt's own, so no
-// later attempt replaces it, and no cleanup delivery names it.
+// discardCheckpoint deletes a checkpoint object of this attempt that no
+// commit recorded ("": none was written): its name is the attempt's own, so
+// no later attempt replaces it, and no step's cleanup names it. One that
+// cannot be deleted now is left to the attempt's end, which queues its
+// deletion in the same statement that records the end (or, for a worker
+// gone meanwhile, the lease sweep's).
 func (h *host) discardCheckpoint(key string) {
+	if key == "" {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), discardTimeout)
 	defer cancel()
 	if err := h.e.d.Objects.Delete(ctx, key); err != nil {
-		h.e.d.Log.Warn("could not delete a checkpoint no step recorded", "key", key, "error", err.Error())
+		h.e.d.Log.Warn("could not delete a checkpoint no step recorded; the attempt's end will", "key", key, "error", err.Error())
+		h.a.unrecorded = append(h.a.unrecorded, key)
 	}
 }
 

@@ -21,8 +21,9 @@ import (
 // child run of that agent (its default revision now) on a thread of its own,
 // and the parent waits for its answer, which comes back through a
 // subagent_result outbox delivery. The parent's attempt gives its slot up
-// while it waits.
-func SubagentToolset(pool *pgxpool.Pool, runs *run.Service) Toolset {
+// while it waits. A delegation beyond lim is refused: the model sees a tool
+// error naming the limit, and no run starts.
+func SubagentToolset(pool *pgxpool.Pool, runs *run.Service, lim run.SubagentLimits) Toolset {
 	q := db.New()
 	return func(ctx context.Context, rc RunContext) ([]tool.Tool, error) {
 		var out []tool.Tool
@@ -51,7 +52,7 @@ func SubagentToolset(pool *pgxpool.Pool, runs *run.Service) Toolset {
 					if res, ok := tool.Decode(args, &in); !ok {
 						return res, nil
 					}
-					childID, err := runs.StartChild(ctx, rc.Lease, tool.CallID(ctx), agentID, in.Task)
+					childID, err := runs.StartChild(ctx, rc.Lease, tool.CallID(ctx), agentID, in.Task, lim)
 					var refused *run.ChildRefused
 					if errors.As(err, &refused) {
 						return tool.Errorf("the agent cannot take the task: %s", refused.Reason), nil

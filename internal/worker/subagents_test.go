@@ -63,7 +63,7 @@ func TestSubagentResultReturnsToParent(t *testing.T) {
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPorts: []uint16{portOf(t, b.model.URL), portOf(t, child.URL)},
 		AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Objects: b.store, Types: reg,
-		HTTPClient: policy.HTTPClient(0), Toolsets: []worker.Toolset{worker.SubagentToolset(b.pool, runs)}, Log: log})
+		HTTPClient: policy.HTTPClient(0), Toolsets: []worker.Toolset{worker.SubagentToolset(b.pool, runs, run.SubagentLimits{MaxDepth: 4, MaxLive: 8, MaxTotal: 64})}, Log: log})
 	w := worker.New(b.pool, runs, exec, worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Drain: time.Second, Poll: 50 * time.Millisecond}, log)
 	engine := outbox.NewEngine(b.pool, config.Default().Outbox, "test", log, nil)
 	engine.Register(outbox.KindSubagentResult, run.NewSubagentResults(b.pool))

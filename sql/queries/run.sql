@@ -62,9 +62,9 @@ LIMIT @page_limit;
 
 -- name: RunInsert :one
 INSERT INTO run (id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions,
-    parent_run_id, parent_call_id, max_attempts, created_by_id)
+    parent_run_id, parent_call_id, root_run_id, depth, max_attempts, created_by_id)
 VALUES (@id, @workspace_id, @thread_id, sqlc.narg('input_id'), @agent_id, @revision_id, @model_key, @skill_revisions,
-    sqlc.narg('parent_run_id'), sqlc.narg('parent_call_id'), @max_attempts, @created_by_id)
+    sqlc.narg('parent_run_id'), sqlc.narg('parent_call_id'), sqlc.narg('root_run_id'), @depth, @max_attempts, @created_by_id)
 RETURNING *;
 
 -- name: RunGet :one
@@ -236,10 +236,30 @@ UPDATE run SET cancel_requested_at = coalesce(cancel_requested_at, now()), updat
 WHERE id = @id
 RETURNING *;
 
+-- AttemptEnd records how an attempt ended and, in the same statement,
+-- queues the deletion of the checkpoint objects it may have written without
+-- recording them (unrecorded_keys), all but the run's current checkpoint: a
+-- checkpoint_cleanup delivery due after cleanup_delay_seconds, and the
+-- senders woken. The run's row is locked by the caller.
 -- name: AttemptEnd :exec
-UPDATE run_attempt
-SET status = @status, charged = @charged, to_step = @to_step, error = sqlc.narg('error'), ended_at = now()
-WHERE id = @id AND status = 'running';
+WITH ended AS (
+    UPDATE run_attempt
+    SET status = @status, charged = @charged, to_step = @to_step, error = sqlc.narg('error'), ended_at = now()
+    WHERE run_attempt.id = @id AND run_attempt.status = 'running'
+    RETURNING run_attempt.run_id, run_attempt.workspace_id
+), stray AS (
+    SELECT ended.workspace_id, jsonb_agg(k.key ORDER BY k.key) AS keys
+    FROM ended JOIN run ON run.id = ended.run_id, unnest(@unrecorded_keys::text[]) AS k(key)
+    WHERE k.key IS DISTINCT FROM run.checkpoint_key
+    GROUP BY ended.workspace_id
+), cleanup AS (
+    INSERT INTO outbox (id, kind, workspace_id, payload, next_attempt_at)
+    SELECT @cleanup_id, 'checkpoint_cleanup', stray.workspace_id, jsonb_build_object('keys', stray.keys),
+        now() + make_interval(secs => @cleanup_delay_seconds::float8)
+    FROM stray
+    RETURNING kind
+)
+SELECT pg_notify('svc_outbox', cleanup.kind) FROM cleanup;
 
 -- name: AttemptList :many
 SELECT * FROM run_attempt WHERE run_id = @run_id ORDER BY number;
