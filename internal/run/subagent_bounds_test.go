@@ -35,6 +35,12 @@ func TestChildStartsTakeTheLastSlotOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claims, 2, "both children run")
 
+	// Each new run takes a while to write, so the racing starts overlap.
+	_, err = b.pool.Exec(ctx, `
+		CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(0.2); RETURN NEW; END $$;
+		CREATE TRIGGER slow_insert BEFORE INSERT ON run FOR EACH ROW EXECUTE FUNCTION slow_insert();`)
+	require.NoError(t, err)
 	// Two of the root's descendants are live: one more may be.
 	lim := run.SubagentLimits{MaxDepth: 4, MaxLive: 3, MaxTotal: 100}
 	var wg sync.WaitGroup
