@@ -64,6 +64,7 @@ bench/runs:
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench 'BenchmarkStepOverhead|BenchmarkEngineParts' -benchtime 20x -count 1 ./internal/worker
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkThousandRuns -benchtime 1x -count 1 -timeout 30m ./internal/worker
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkCrashResume -benchtime 5x -count 1 -timeout 30m ./internal/worker
+	eval "$$(scripts/services.sh env)" && go test -run '^$$' -bench BenchmarkStartChild -benchtime 200x -count 1 ./internal/run
 
 ## generate: regenerate gen/ from openapi/openapi.yaml and sql/
 generate: generate/api generate/sqlc

@@ -44,7 +44,7 @@ func (r *recorder) Publish(_ context.Context, _ string, evs []run.Event) {
 	r.evs = append(r.evs, evs...)
 }
 
-func setup(t *testing.T, maxAttempts int) *bundle {
+func setup(t testing.TB, maxAttempts int) *bundle {
 	t.Helper()
 	pool := testdb.New(t)
 	admin := testfactory.Bootstrap(t, pool)
