@@ -72,6 +72,11 @@ type ExecutorDeps struct {
 	// DeltaInterval is how often streamed text is written as message.delta
 	// events (0: 50 ms).
 	DeltaInterval time.Duration
+	// MaxOutputBytes bounds one model answer and MaxToolArgumentBytes one
+	// tool call's arguments (limits.model_output_bytes and
+	// limits.tool_arguments_bytes; 0: the llm package's defaults).
+	MaxOutputBytes       int
+	MaxToolArgumentBytes int
 }
 
 // Executor runs one attempt of a run: it loads the run's configuration and
@@ -169,6 +174,7 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 			MaxSteps: cfg.Limits.MaxSteps, MaxTokens: int64(cfg.Limits.MaxTokens),
 			Deadline: started.Add(time.Duration(cfg.Limits.TimeoutSeconds) * time.Second),
 		},
+		MaxOutputBytes: e.d.MaxOutputBytes, MaxToolArgumentBytes: e.d.MaxToolArgumentBytes,
 	}
 	return spec, state, nil
 }
