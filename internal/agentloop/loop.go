@@ -41,13 +41,13 @@ type Spec struct {
 	Limits    Limits
 	// MaxOutputTokens bounds each model call (0: the model's own default).
 	MaxOutputTokens int
+	Temperature     *float64
 	// MaxOutputBytes bounds what one model answer carries, and
 	// MaxToolArgumentBytes one tool call's arguments (0: the llm package's
 	// defaults; limits.model_output_bytes and limits.tool_arguments_bytes).
 	// An answer that reaches one fails the run with CodeOutputLimit.
 	MaxOutputBytes       int
 	MaxToolArgumentBytes int
-	Temperature     *float64
 	// ToolParallelism bounds the tool calls of one step run at once (0: 4).
 	ToolParallelism int
 }

@@ -126,7 +126,9 @@ var endlessAnswers = []endless{
 		textHead: []frame{ccChunk(`{"role":"assistant","content":""}`, "null")},
 		text:     func() frame { return ccChunk(`{"content":"`+piece+`"}`, "null") },
 		toolHead: []frame{ccChunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}`, "null")},
-		args:     func() frame { return ccChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"`+piece+`"}}]}`, "null") },
+		args: func() frame {
+			return ccChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"`+piece+`"}}]}`, "null")
+		},
 	},
 	{
 		adapter:  "messages",
