@@ -2043,7 +2043,7 @@ type Run struct {
 
 // RunError Why the run failed or was cancelled.
 type RunError struct {
-	// Code `model_error`, `limit_exceeded`, `attempts_exhausted`, `disabled`, `unavailable`, `internal` or `cancelled`.
+	// Code `model_error`, `limit_exceeded`, `output_limit` (a model answer outgrew `limits.model_output_bytes`, `limits.tool_arguments_bytes` or its `max_output_tokens`), `attempts_exhausted`, `disabled`, `unavailable`, `internal` or `cancelled`.
 	//
 	// Example: model_error
 	Code    string `json:"code"`

@@ -51,6 +51,12 @@ type Spec struct {
 	// MaxOutputTokens bounds each model call (0: the model's own default).
 	MaxOutputTokens int
 	Temperature     *float64
+	// MaxOutputBytes bounds what one model answer carries, and
+	// MaxToolArgumentBytes one tool call's arguments (0: the llm package's
+	// defaults; limits.model_output_bytes and limits.tool_arguments_bytes).
+	// An answer that reaches one fails the run with CodeOutputLimit.
+	MaxOutputBytes       int
+	MaxToolArgumentBytes int
 	// ToolParallelism bounds the tool calls of one step run at once (0: 4).
 	ToolParallelism int
 }
@@ -156,6 +162,9 @@ type Failure struct {
 const (
 	CodeLimit = "limit_exceeded"
 	CodeModel = "model_error"
+	// CodeOutputLimit: a model answer outgrew its bound; the stream was
+	// stopped there and the model is not asked again.
+	CodeOutputLimit = "output_limit"
 )
 
 // RetryLaterError asks the host to give the run back and retry after Delay
@@ -201,6 +210,7 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 		resp, err := spec.Model.Stream(callCtx, llm.Request{
 			Model: spec.ModelName, System: spec.System, Messages: state.Messages, Tools: defs,
 			MaxOutputTokens: spec.MaxOutputTokens, Temperature: spec.Temperature,
+			MaxOutputBytes: spec.MaxOutputBytes, MaxToolArgumentBytes: spec.MaxToolArgumentBytes,
 		}, func(e llm.Event) error {
 			if e.Kind == llm.EventTextDelta && e.Text != "" {
 				host.Delta(e.Text)
@@ -215,6 +225,10 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 			}
 			if timedOut {
 				return Outcome{Failure: &Failure{Code: CodeLimit, Message: "the run reached its time limit"}, State: state}, nil
+			}
+			var ol *llm.OutputLimitError
+			if errors.As(err, &ol) {
+				return Outcome{Failure: outputLimit(ol), State: state}, nil
 			}
 			var le *llm.Error
 			if errors.As(err, &le) && le.RetryAfter > 0 {
@@ -311,6 +325,24 @@ func resume(ctx context.Context, state State, host Host) (State, error) {
 		return state, err
 	}
 	return state, nil
+}
+
+// outputLimit is the failure of a run whose model answer outgrew a bound,
+// naming the bound and the setting that raises it.
+func outputLimit(e *llm.OutputLimitError) *Failure {
+	var msg string
+	switch e.Bound {
+	case llm.BoundToolArguments:
+		msg = fmt.Sprintf("a tool call's arguments exceeded %d bytes (limits.tool_arguments_bytes)", e.Limit)
+	case llm.BoundTokens:
+		msg = fmt.Sprintf("the model's answer exceeded %d bytes, more than its max_output_tokens setting of %d allows at %d bytes a token",
+			e.Limit, e.MaxTokens, llm.BytesPerToken)
+	case llm.BoundEvent:
+		msg = fmt.Sprintf("one event of the model's stream exceeded %d bytes (twice limits.model_output_bytes and 64 KiB)", e.Limit)
+	default:
+		msg = fmt.Sprintf("the model's answer exceeded %d bytes (limits.model_output_bytes)", e.Limit)
+	}
+	return &Failure{Code: CodeOutputLimit, Message: msg + "; the stream was stopped there and the model was not asked again"}
 }
 
 // limitReached answers the failure of a run that may not take another step.

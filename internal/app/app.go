@@ -179,6 +179,7 @@ func (a *App) buildRuns() {
 		Timeout: time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second})
 	exec := worker.NewExecutor(worker.ExecutorDeps{
 		Pool: a.Pool, Runs: a.Runs, Keyring: a.Keyring, Objects: a.Store, Types: a.Types, HTTPClient: client, Log: a.log,
+		MaxOutputBytes: int(a.cfg.Limits.ModelOutputBytes), MaxToolArgumentBytes: int(a.cfg.Limits.ToolArgumentsBytes),
 		Prompts: []worker.PromptSection{worker.MemoryPrompt(memories)},
 		Toolsets: []worker.Toolset{
 			worker.WebToolset(a.Pool, a.Keyring, client),

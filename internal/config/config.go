@@ -188,6 +188,12 @@ type Limits struct {
 	SignInPerAddressPerMinute int `koanf:"sign_in_per_address_per_minute"`
 	// APIRequestsPerKeyPerMinute bounds API requests per API key; 0 disables it.
 	APIRequestsPerKeyPerMinute int `koanf:"api_requests_per_key_per_minute"`
+	// ModelOutputBytes bounds what one model answer carries (text,
+	// reasoning and tool calls together); ToolArgumentsBytes bounds one
+	// tool call's arguments. A run whose model outgrows either fails with
+	// output_limit.
+	ModelOutputBytes   int64 `koanf:"model_output_bytes"`
+	ToolArgumentsBytes int64 `koanf:"tool_arguments_bytes"`
 }
 
 // Log configures the process logger.
@@ -277,6 +283,8 @@ func Default() Config {
 			SignInPerAccountPerMinute:  10,
 			SignInPerAddressPerMinute:  30,
 			APIRequestsPerKeyPerMinute: 6000,
+			ModelOutputBytes:           4 << 20,
+			ToolArgumentsBytes:         1 << 20,
 		},
 		Log: Log{Level: "info", Format: "json"},
 	}

@@ -92,6 +92,11 @@ func (c *Config) Validate() error {
 	v.positive("limits.sign_in_per_account_per_minute", c.Limits.SignInPerAccountPerMinute)
 	v.positive("limits.sign_in_per_address_per_minute", c.Limits.SignInPerAddressPerMinute)
 	v.nonNegative("limits.api_requests_per_key_per_minute", c.Limits.APIRequestsPerKeyPerMinute)
+	v.positive64("limits.model_output_bytes", c.Limits.ModelOutputBytes)
+	v.positive64("limits.tool_arguments_bytes", c.Limits.ToolArgumentsBytes)
+	if c.Limits.ModelOutputBytes > maxModelOutputBytes {
+		v.fail("limits.model_output_bytes", "must be at most %d (32 MiB)", maxModelOutputBytes)
+	}
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "json", "text")
@@ -107,6 +112,11 @@ func (c *Config) Validate() error {
 }
 
 type validator struct{ errs []error }
+
+// maxModelOutputBytes bounds limits.model_output_bytes: an answer must fit,
+// with the conversation before it, in a checkpoint the worker reads back
+// (at most 64 MiB).
+const maxModelOutputBytes = 32 << 20
 
 func (v *validator) fail(key, format string, args ...any) {
 	v.errs = append(v.errs, errors.New(key+": "+fmt.Sprintf(format, args...)))

@@ -58,7 +58,7 @@ func (m *Messages) Stream(ctx context.Context, req Request, fn func(Event) error
 	return call{
 		api: APIMessages, url: u, body: body, headers: headers,
 		authHeader: m.endpoint.AuthHeader, authPrefix: m.endpoint.AuthPrefix,
-		decode: decodeMessages, endpointCfg: m.endpoint, prepare: m.prepare,
+		decode: decodeMessages, endpointCfg: m.endpoint, prepare: m.prepare, limits: req.outputLimits(),
 	}.run(ctx, fn)
 }
 
@@ -228,15 +228,18 @@ type amAssembly struct {
 	text    strings.Builder
 	calls   []ToolCall
 	blocks  map[int]int // content block index -> tool call index, for tool_use blocks
+	args    pieces      // by tool call index
 	reason  []Reasoning
+	thought pieces      // reasoning text by reasoning index
+	signed  pieces      // signatures by reasoning index
 	rblocks map[int]int // content block index -> reasoning index, for thinking blocks
 	usage   Usage
 	stop    string
 }
 
-func decodeMessages(_ context.Context, body io.Reader, emit func(Event) error) (Response, error) {
+func decodeMessages(_ context.Context, body io.Reader, maxEvent int, emit func(Event) error) (Response, error) {
 	a := &amAssembly{emit: emit, blocks: map[int]int{}, rblocks: map[int]int{}}
-	sse := newSSEReader(body)
+	sse := newSSEReader(body, maxEvent)
 	for {
 		ev, err := sse.next()
 		if errors.Is(err, io.EOF) {
@@ -273,6 +276,7 @@ func (a *amAssembly) event(e amEvent) error {
 		return a.blockDelta(e)
 	case "content_block_stop":
 		if i, ok := a.blocks[e.Index]; ok {
+			a.calls[i].Arguments = a.args.text(i)
 			if a.calls[i].Arguments == "" {
 				a.calls[i].Arguments = "{}"
 			}
@@ -320,8 +324,12 @@ func (a *amAssembly) blockStart(e amEvent) error {
 		if e.ContentBlock.Type == "redacted_thinking" {
 			r = Reasoning{Text: e.ContentBlock.Data, Redacted: true}
 		}
-		a.rblocks[e.Index] = len(a.reason)
+		i := len(a.reason)
+		a.rblocks[e.Index] = i
 		a.reason = append(a.reason, r)
+		a.thought.set(i, r.Text)
+		a.signed.set(i, r.Signature)
+		return a.emit(Event{Kind: eventKeptEntry, Text: r.Text + r.Signature})
 	}
 	return nil
 }
@@ -342,12 +350,13 @@ func (a *amAssembly) blockDelta(e amEvent) error {
 		if e.Delta.PartialJSON == "" {
 			return nil
 		}
-		a.calls[i].Arguments += e.Delta.PartialJSON
+		a.args.add(i, e.Delta.PartialJSON)
 		return a.emit(Event{Kind: EventToolCallDelta, ToolIndex: i, Text: e.Delta.PartialJSON})
 	case "thinking_delta", "signature_delta":
 		if i, ok := a.rblocks[e.Index]; ok {
-			a.reason[i].Text += e.Delta.Thinking
-			a.reason[i].Signature += e.Delta.Signature
+			a.thought.add(i, e.Delta.Thinking)
+			a.signed.add(i, e.Delta.Signature)
+			return a.emit(Event{Kind: eventKeptDelta, Text: e.Delta.Thinking + e.Delta.Signature})
 		}
 	}
 	return nil
@@ -360,6 +369,9 @@ func (a *amAssembly) finish() (Response, error) {
 	reason := amFinishReason(a.stop)
 	if err := a.emit(Event{Kind: EventFinish, FinishReason: reason}); err != nil {
 		return Response{}, err
+	}
+	for i := range a.reason {
+		a.reason[i].Text, a.reason[i].Signature = a.thought.text(i), a.signed.text(i)
 	}
 	msg := Message{Role: RoleAssistant, Text: a.text.String(), ToolCalls: a.calls, Reasoning: a.reason}
 	return Response{Message: msg, Usage: a.usage, FinishReason: reason, VendorFinishReason: a.stop}, nil

@@ -61,7 +61,7 @@ func (c *Converse) Stream(ctx context.Context, req Request, fn func(Event) error
 	u := strings.TrimSuffix(c.endpoint.BaseURL, "/") + "/model/" + awsEscape(req.Model, true) + "/converse-stream"
 	return call{
 		api: APIConverse, url: u, body: body, contentType: "application/vnd.amazon.eventstream",
-		decode: decodeConverse, endpointCfg: c.endpoint,
+		decode: decodeConverse, endpointCfg: c.endpoint, limits: req.outputLimits(),
 		prepare: func(_ context.Context, r *http.Request) error {
 			signV4(r, body, c.creds, c.region, "bedrock", time.Now())
 			return nil
@@ -207,6 +207,7 @@ type cvAssembly struct {
 	emit   func(Event) error
 	text   strings.Builder
 	calls  []ToolCall
+	args   pieces      // by tool call index
 	blocks map[int]int // content block index -> tool call index
 	usage  Usage
 	stop   string
@@ -215,10 +216,10 @@ type cvAssembly struct {
 // decodeConverse reads the event stream: messageStart, content blocks,
 // messageStop (the stop reason) and metadata (the usage), which Bedrock
 // sends last; the stream is complete once both arrived.
-func decodeConverse(_ context.Context, body io.Reader, emit func(Event) error) (Response, error) {
+func decodeConverse(_ context.Context, body io.Reader, maxEvent int, emit func(Event) error) (Response, error) {
 	a := &cvAssembly{emit: emit, blocks: map[int]int{}}
 	for {
-		msg, err := readEventMessage(body)
+		msg, err := readEventMessage(body, maxEvent)
 		if errors.Is(err, io.EOF) {
 			return Response{}, ErrStreamCut
 		}
@@ -286,11 +287,12 @@ func (a *cvAssembly) event(typ string, e cvEvent) error {
 			if e.Delta.ToolUse.Input == "" {
 				return nil
 			}
-			a.calls[i].Arguments += e.Delta.ToolUse.Input
+			a.args.add(i, e.Delta.ToolUse.Input)
 			return a.emit(Event{Kind: EventToolCallDelta, ToolIndex: i, Text: e.Delta.ToolUse.Input})
 		}
 	case "contentBlockStop":
 		if i, ok := a.blocks[e.ContentBlockIndex]; ok {
+			a.calls[i].Arguments = a.args.text(i)
 			if a.calls[i].Arguments == "" {
 				a.calls[i].Arguments = "{}"
 			}

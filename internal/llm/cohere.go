@@ -41,7 +41,7 @@ func (c *CohereChat) Stream(ctx context.Context, req Request, fn func(Event) err
 	return call{
 		api: APICohereChat, url: strings.TrimSuffix(c.endpoint.BaseURL, "/") + "/v2/chat", body: body,
 		authHeader: c.endpoint.AuthHeader, authPrefix: c.endpoint.AuthPrefix,
-		decode: decodeCohere, endpointCfg: c.endpoint,
+		decode: decodeCohere, endpointCfg: c.endpoint, limits: req.outputLimits(),
 	}.run(ctx, fn)
 }
 
@@ -149,14 +149,15 @@ type coAssembly struct {
 	emit  func(Event) error
 	text  strings.Builder
 	calls []ToolCall
+	args  pieces      // by ToolIndex
 	index map[int]int // Cohere's tool call index -> ToolIndex
 	open  map[int]bool
 	usage Usage
 }
 
-func decodeCohere(_ context.Context, body io.Reader, emit func(Event) error) (Response, error) {
+func decodeCohere(_ context.Context, body io.Reader, maxEvent int, emit func(Event) error) (Response, error) {
 	a := &coAssembly{emit: emit, index: map[int]int{}, open: map[int]bool{}}
-	sse := newSSEReader(body)
+	sse := newSSEReader(body, maxEvent)
 	for {
 		ev, err := sse.next()
 		if errors.Is(err, io.EOF) {
@@ -226,6 +227,7 @@ func (a *coAssembly) event(e coEvent) error {
 			return fmt.Errorf("tool-call-end for call %d, which is not open", e.Index)
 		}
 		a.open[e.Index] = false
+		a.calls[i].Arguments = a.args.text(i)
 		if a.calls[i].Arguments == "" {
 			a.calls[i].Arguments = "{}"
 		}
@@ -244,7 +246,7 @@ func (a *coAssembly) argsDelta(i int, s string) error {
 	if s == "" {
 		return nil
 	}
-	a.calls[i].Arguments += s
+	a.args.add(i, s)
 	return a.emit(Event{Kind: EventToolCallDelta, ToolIndex: i, Text: s})
 }
 

@@ -21,7 +21,9 @@ const maxEventMessage = 16 << 20
 // readEventMessage reads one message: a prelude (total length, headers
 // length, CRC32 of the two), the headers, the payload and a CRC32 of
 // everything before it. io.EOF only when the input ends between messages.
-func readEventMessage(r io.Reader) (esMessage, error) {
+// A message longer than maxEvent is an *OutputLimitError (BoundEvent),
+// refused before it is read.
+func readEventMessage(r io.Reader, maxEvent int) (esMessage, error) {
 	var prelude [12]byte
 	if _, err := io.ReadFull(r, prelude[:]); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -33,6 +35,9 @@ func readEventMessage(r io.Reader) (esMessage, error) {
 	hlen := binary.BigEndian.Uint32(prelude[4:8])
 	if crc32.ChecksumIEEE(prelude[:8]) != binary.BigEndian.Uint32(prelude[8:12]) {
 		return esMessage{}, errors.New("event stream prelude checksum mismatch")
+	}
+	if total <= maxEventMessage && int64(total) > int64(maxEvent) {
+		return esMessage{}, &OutputLimitError{Bound: BoundEvent, Limit: int64(maxEvent)}
 	}
 	if total < 16 || total > maxEventMessage || hlen > total-16 {
 		return esMessage{}, fmt.Errorf("event stream message of %d bytes with %d bytes of headers", total, hlen)

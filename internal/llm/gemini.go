@@ -62,10 +62,10 @@ func (g *GenerateContent) Stream(ctx context.Context, req Request, fn func(Event
 	return call{
 		api: APIGenerateContent, url: g.modelURL(req.Model) + "?alt=sse", body: body,
 		authHeader: g.endpoint.AuthHeader, authPrefix: g.endpoint.AuthPrefix,
-		decode: func(ctx context.Context, r io.Reader, emit func(Event) error) (Response, error) {
-			return decodeGenerateContent(r, turn, emit)
+		decode: func(ctx context.Context, r io.Reader, maxEvent int, emit func(Event) error) (Response, error) {
+			return decodeGenerateContent(r, maxEvent, turn, emit)
 		},
-		endpointCfg: g.endpoint, prepare: g.prepare,
+		endpointCfg: g.endpoint, prepare: g.prepare, limits: req.outputLimits(),
 	}.run(ctx, fn)
 }
 
@@ -227,9 +227,9 @@ type gcAssembly struct {
 
 // decodeGenerateContent reads the chunks until the input ends: Gemini has no
 // end marker, so a stream is complete when a chunk carried a finish reason.
-func decodeGenerateContent(body io.Reader, turn int, emit func(Event) error) (Response, error) {
+func decodeGenerateContent(body io.Reader, maxEvent, turn int, emit func(Event) error) (Response, error) {
 	a := &gcAssembly{emit: emit, turn: turn}
-	sse := newSSEReader(body)
+	sse := newSSEReader(body, maxEvent)
 	for {
 		ev, err := sse.next()
 		if errors.Is(err, io.EOF) {

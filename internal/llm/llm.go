@@ -97,6 +97,15 @@ type Request struct {
 	MaxOutputTokens int
 	// Temperature is sent when set.
 	Temperature *float64
+	// MaxOutputBytes bounds what the answer carries: its text, its
+	// reasoning and its tool calls together; 0 is DefaultMaxOutputBytes.
+	// The effective max output tokens lower it to that many times
+	// BytesPerToken. An answer that reaches a bound ends the call with an
+	// *OutputLimitError.
+	MaxOutputBytes int
+	// MaxToolArgumentBytes bounds one tool call's arguments; 0 is
+	// DefaultMaxToolArgumentBytes.
+	MaxToolArgumentBytes int
 	// Settings is the model's settings object for its API, as the provider
 	// type's settings schema declares them (temperature, top_p, seed, stop,
 	// reasoning_effort...); each adapter maps the members its API knows onto
@@ -119,6 +128,9 @@ func (r Request) Validate() error {
 	}
 	if r.MaxOutputTokens < 0 {
 		return errors.New("llm: max output tokens is negative")
+	}
+	if r.MaxOutputBytes < 0 || r.MaxToolArgumentBytes < 0 {
+		return errors.New("llm: an output byte bound is negative")
 	}
 	for i, m := range r.Messages {
 		if err := m.validate(); err != nil {

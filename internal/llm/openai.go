@@ -71,7 +71,7 @@ func (c *ChatCompletions) Stream(ctx context.Context, req Request, fn func(Event
 	return call{
 		api: APIChatCompletions, url: u, body: body,
 		authHeader: c.endpoint.AuthHeader, authPrefix: c.endpoint.AuthPrefix,
-		decode: decodeChatCompletions, endpointCfg: c.endpoint,
+		decode: decodeChatCompletions, endpointCfg: c.endpoint, limits: req.outputLimits(),
 	}.run(ctx, fn)
 }
 
@@ -201,14 +201,17 @@ type ccAssembly struct {
 	text   strings.Builder
 	calls  map[int]*ToolCall // by the vendor's tool call index
 	order  map[int]int       // vendor index -> ToolIndex
+	args   pieces            // by ToolIndex
+	last   int               // vendor index of the latest call
+	next   int               // a vendor index above every one seen
 	done   bool              // tool calls were completed
 	usage  Usage
 	finish string
 }
 
-func decodeChatCompletions(_ context.Context, body io.Reader, emit func(Event) error) (Response, error) {
+func decodeChatCompletions(_ context.Context, body io.Reader, maxEvent int, emit func(Event) error) (Response, error) {
 	a := &ccAssembly{emit: emit, calls: map[int]*ToolCall{}, order: map[int]int{}}
-	sse := newSSEReader(body)
+	sse := newSSEReader(body, maxEvent)
 	for {
 		ev, err := sse.next()
 		if errors.Is(err, io.EOF) {
@@ -271,27 +274,13 @@ func (a *ccAssembly) indexOf(index *int, id string) int {
 	if index != nil {
 		return *index
 	}
-	last, ok := -1, false
-	for i, n := range a.order {
-		if n == len(a.order)-1 {
-			last, ok = i, true
-		}
-	}
-	if !ok {
+	if len(a.calls) == 0 {
 		return 0
 	}
-	if id != "" && a.calls[last].ID != "" && a.calls[last].ID != id {
-		return a.nextFreeIndex()
+	if id != "" && a.calls[a.last].ID != "" && a.calls[a.last].ID != id {
+		return a.next
 	}
-	return last
-}
-
-func (a *ccAssembly) nextFreeIndex() int {
-	n := 0
-	for i := range a.calls {
-		n = max(n, i+1)
-	}
-	return n
+	return a.last
 }
 
 func (a *ccAssembly) toolDelta(index int, id, name, args string) error {
@@ -303,6 +292,7 @@ func (a *ccAssembly) toolDelta(index int, id, name, args string) error {
 		call = &ToolCall{ID: id, Name: name}
 		a.calls[index] = call
 		a.order[index] = len(a.order)
+		a.last, a.next = index, max(a.next, index+1)
 		if err := a.emit(Event{Kind: EventToolCallStart, ToolIndex: a.order[index], ToolCall: ToolCall{ID: id, Name: name}}); err != nil {
 			return err
 		}
@@ -318,7 +308,7 @@ func (a *ccAssembly) toolDelta(index int, id, name, args string) error {
 	if args == "" {
 		return nil
 	}
-	call.Arguments += args
+	a.args.add(a.order[index], args)
 	return a.emit(Event{Kind: EventToolCallDelta, ToolIndex: a.order[index], Text: args})
 }
 
@@ -330,6 +320,7 @@ func (a *ccAssembly) completeCalls() error {
 	a.done = true
 	for _, index := range a.indexes() {
 		call := a.calls[index]
+		call.Arguments = a.args.text(a.order[index])
 		if call.Arguments == "" {
 			call.Arguments = "{}"
 		}

@@ -41,7 +41,7 @@ func (r *Responses) Stream(ctx context.Context, req Request, fn func(Event) erro
 	return call{
 		api: APIResponses, url: strings.TrimSuffix(r.endpoint.BaseURL, "/") + "/responses", body: body,
 		authHeader: r.endpoint.AuthHeader, authPrefix: r.endpoint.AuthPrefix,
-		decode: decodeResponses, endpointCfg: r.endpoint,
+		decode: decodeResponses, endpointCfg: r.endpoint, limits: req.outputLimits(),
 	}.run(ctx, fn)
 }
 
@@ -161,15 +161,16 @@ type rsAssembly struct {
 	emit  func(Event) error
 	text  strings.Builder
 	calls []ToolCall
+	args  pieces      // by tool call index
 	items map[int]int // output_index -> tool call index, for function_call items
 	outs  []int       // tool call index -> output_index
 	done  map[int]bool
 	usage Usage
 }
 
-func decodeResponses(_ context.Context, body io.Reader, emit func(Event) error) (Response, error) {
+func decodeResponses(_ context.Context, body io.Reader, maxEvent int, emit func(Event) error) (Response, error) {
 	a := &rsAssembly{emit: emit, items: map[int]int{}, done: map[int]bool{}}
-	sse := newSSEReader(body)
+	sse := newSSEReader(body, maxEvent)
 	for {
 		ev, err := sse.next()
 		if errors.Is(err, io.EOF) {
@@ -223,7 +224,7 @@ func (a *rsAssembly) event(e rsEvent) error {
 			return err
 		}
 		if e.Item.Arguments != "" {
-			a.calls[i].Arguments = e.Item.Arguments
+			a.args.set(i, e.Item.Arguments)
 			return a.emit(Event{Kind: EventToolCallDelta, ToolIndex: i, Text: e.Item.Arguments})
 		}
 	case "response.function_call_arguments.delta":
@@ -234,11 +235,11 @@ func (a *rsAssembly) event(e rsEvent) error {
 		if e.Delta == "" {
 			return nil
 		}
-		a.calls[i].Arguments += e.Delta
+		a.args.add(i, e.Delta)
 		return a.emit(Event{Kind: EventToolCallDelta, ToolIndex: i, Text: e.Delta})
 	case "response.function_call_arguments.done":
 		if i, ok := a.items[e.OutputIndex]; ok && e.Arguments != "" {
-			a.calls[i].Arguments = e.Arguments // the complete text wins over the pieces
+			a.args.set(i, e.Arguments) // the complete text wins over the pieces
 		}
 	case "response.output_item.done":
 		return a.complete(e.OutputIndex)
@@ -254,6 +255,7 @@ func (a *rsAssembly) complete(outputIndex int) error {
 		return nil
 	}
 	a.done[outputIndex] = true
+	a.calls[i].Arguments = a.args.text(i)
 	if a.calls[i].Arguments == "" {
 		a.calls[i].Arguments = "{}"
 	}

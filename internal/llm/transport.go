@@ -275,7 +275,12 @@ type call struct {
 	headers    map[string]string // the adapter's own headers, set after Endpoint.Headers
 	authHeader string
 	authPrefix string
-	decode     func(ctx context.Context, body io.Reader, emit func(Event) error) (Response, error)
+	// decode reads a streamed answer: no line or event of it may exceed
+	// maxEvent bytes.
+	decode func(ctx context.Context, body io.Reader, maxEvent int, emit func(Event) error) (Response, error)
+	// limits bound the answer (Request.outputLimits); the zero value takes
+	// the defaults.
+	limits outputLimits
 	// contentType is the media type of a streamed answer; empty is
 	// text/event-stream.
 	contentType string
@@ -287,18 +292,30 @@ type call struct {
 }
 
 // run POSTs the call, retrying as the policy allows until an answer starts
-// streaming, and decodes it.
+// streaming, and decodes it. Every event is counted against the answer's
+// bounds before it is passed on: the first that exceeds one ends the call
+// with an *OutputLimitError, which is not retried.
 func (c call) run(ctx context.Context, fn func(Event) error) (Response, error) {
 	policy := c.endpointCfg.Retry.orDefault()
-	delivered := false
-	emit := func(e Event) error {
-		delivered = true
-		if err := fn(e); err != nil {
-			return &callbackError{err}
-		}
-		return nil
+	if c.limits.answer == 0 {
+		c.limits = Request{}.outputLimits()
 	}
+	delivered := false
 	for attempt := 1; ; attempt++ {
+		b := newBudget(c.api, c.limits)
+		emit := func(e Event) error {
+			if err := b.count(e); err != nil {
+				return err
+			}
+			if e.Kind < 0 { // kept by the assembly, not streamed
+				return nil
+			}
+			delivered = true
+			if err := fn(e); err != nil {
+				return &callbackError{err}
+			}
+			return nil
+		}
 		resp, err := c.once(ctx, emit)
 		if err == nil {
 			resp.Attempts = attempt
@@ -307,6 +324,10 @@ func (c call) run(ctx context.Context, fn func(Event) error) (Response, error) {
 		var cb *callbackError
 		if errors.As(err, &cb) {
 			return Response{}, fmt.Errorf("llm: %s: stream consumer: %w", c.api, cb.err)
+		}
+		var ol *OutputLimitError
+		if errors.As(err, &ol) {
+			return Response{}, ol
 		}
 		if ctx.Err() != nil {
 			return Response{}, fmt.Errorf("llm: %s: %w", c.api, context.Cause(ctx))
@@ -381,13 +402,19 @@ func (c call) once(ctx context.Context, emit func(Event) error) (Response, error
 		return Response{}, &Error{API: c.api, StatusCode: resp.StatusCode,
 			Message: clean(fmt.Sprintf("expected an event stream, got %q %s", ct, msg), secrets...)}
 	}
-	out, err := c.decode(reqCtx, &watchedReader{r: resp.Body, watch: c.watch}, emit)
+	// An error return closes the body unread: the connection is dropped
+	// and the vendor's stream stops there.
+	out, err := c.decode(reqCtx, &watchedReader{r: resp.Body, watch: c.watch}, c.limits.event, emit)
 	if err != nil {
 		var e *Error
 		var cb *callbackError
+		var ol *OutputLimitError
 		switch {
 		case errors.As(err, &cb):
 			return Response{}, err
+		case errors.As(err, &ol):
+			ol.API = c.api
+			return Response{}, ol
 		case errors.As(err, &e):
 			e.Message, e.Type = clean(e.Message, secrets...), clean(e.Type, secrets...)
 			return Response{}, e
@@ -497,20 +524,24 @@ type sseEvent struct {
 }
 
 // sseReader reads Server-Sent Events (the subset vendors use: event and data
-// fields, comments, LF or CRLF line ends).
+// fields, comments, LF or CRLF line ends). No line, and no event's data, may
+// exceed max bytes: a vendor that sends more gets an *OutputLimitError
+// (BoundEvent) before more than max bytes and one read are buffered.
 type sseReader struct {
 	r   *bytes.Buffer
 	src io.Reader
 	buf []byte
 	eof bool
+	max int
 }
 
-func newSSEReader(src io.Reader) *sseReader {
-	return &sseReader{r: &bytes.Buffer{}, src: src, buf: make([]byte, 32<<10)}
+func newSSEReader(src io.Reader, maxEvent int) *sseReader {
+	return &sseReader{r: &bytes.Buffer{}, src: src, buf: make([]byte, 32<<10), max: maxEvent}
 }
 
-// maxLine bounds one SSE line (a huge tool call argument chunk fits).
-const maxLine = 8 << 20
+func (s *sseReader) tooLong() error {
+	return &OutputLimitError{Bound: BoundEvent, Limit: int64(s.max)}
+}
 
 // line returns the next line without its end; io.EOF at the end of input.
 func (s *sseReader) line() (string, error) {
@@ -527,8 +558,8 @@ func (s *sseReader) line() (string, error) {
 			}
 			return "", io.EOF
 		}
-		if s.r.Len() > maxLine {
-			return "", errors.New("an event stream line is too long")
+		if s.r.Len() > s.max {
+			return "", s.tooLong()
 		}
 		n, err := s.src.Read(s.buf)
 		s.r.Write(s.buf[:n])
@@ -544,6 +575,7 @@ func (s *sseReader) line() (string, error) {
 func (s *sseReader) next() (sseEvent, error) {
 	var ev sseEvent
 	var data []string
+	size := 0
 	for {
 		l, err := s.line()
 		if err != nil {
@@ -567,6 +599,9 @@ func (s *sseReader) next() (sseEvent, error) {
 		case "event":
 			ev.event = value
 		case "data":
+			if size += len(value) + 1; size > s.max {
+				return sseEvent{}, s.tooLong()
+			}
 			data = append(data, value)
 		}
 	}

@@ -36,7 +36,8 @@ func (s Status) Finished() bool {
 }
 
 // Error codes of a failed run that this package sets; the agent loop sets
-// limit_exceeded and model_error (agentloop.CodeLimit, agentloop.CodeModel).
+// limit_exceeded, model_error and output_limit (agentloop.CodeLimit,
+// agentloop.CodeModel, agentloop.CodeOutputLimit).
 const (
 	ErrCodeModel             = "model_error"
 	ErrCodeAttemptsExhausted = "attempts_exhausted"

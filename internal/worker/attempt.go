@@ -134,8 +134,11 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 			// written, say): that is the reason, not the cancellation.
 			err = cause
 		}
+		// The cause is svc's own (the database, the object store, a
+		// tool's backend): its text goes to the log under the run's id,
+		// never to the run's tenant, who reads the attempt's error.
 		log.Warn("attempt failed; the run is retried", "error", err.Error())
-		serr = a.w.runs.Retry(ctx, l, step, err.Error())
+		serr = a.w.runs.Retry(ctx, l, step, internalFailure)
 	case out.Failure != nil:
 		serr = a.w.runs.Finish(ctx, l, run.StatusFailed, &run.Failure{Code: out.Failure.Code, Message: out.Failure.Message}, usage, step)
 	default:
@@ -145,6 +148,10 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 		log.Warn("could not record the attempt's end; the lease sweep will", "error", serr.Error())
 	}
 }
+
+// internalFailure is what a run's tenant reads of an attempt that failed
+// for a reason of svc's own; the log has the cause under the run's id.
+const internalFailure = "an internal error ended the attempt (its cause is logged with the run's id)"
 
 // failure is an error that fails the run rather than the attempt: the
 // run's own configuration cannot run (a disabled model, say).

@@ -85,7 +85,13 @@ func (s *envSession) instance(ctx context.Context) (sandbox.Instance, *tool.Resu
 		}
 		if err := s.placeSkills(ctx, acq.Instance); err != nil {
 			_ = acq.Instance.Close()
-			res := tool.Errorf("the skills' files could not be placed in the environment: %v", err)
+			var pe *packageError
+			if !errors.As(err, &pe) {
+				// svc's own failure (the database, the object store): the
+				// attempt fails and its cause is logged, not shown.
+				return nil, nil, err
+			}
+			res := tool.Errorf("the skills' files could not be placed in the environment: %v", pe.err)
 			return nil, &res, nil
 		}
 		s.acq, s.last = &acq, time.Now()
@@ -269,8 +275,16 @@ func (s *envSession) placeSkills(ctx context.Context, inst sandbox.Instance) err
 		if _, err := skillpkg.Unpack(bytes.NewReader(data), int64(len(data)), skillpkg.DefaultLimits, func(p string, content []byte) error {
 			return inst.WriteFile(ctx, path.Join(dir, p), content)
 		}); err != nil {
-			return fmt.Errorf("unpack skill %q: %w", head.Name, err)
+			return &packageError{fmt.Errorf("unpack skill %q: %w", head.Name, err)}
 		}
 	}
 	return nil
 }
+
+// packageError is a skill package that could not be unpacked into the
+// environment: the package's or the environment's fault, which the model
+// and the run's tenant may read.
+type packageError struct{ err error }
+
+func (e *packageError) Error() string { return e.err.Error() }
+func (e *packageError) Unwrap() error { return e.err }

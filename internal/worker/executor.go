@@ -75,6 +75,11 @@ type ExecutorDeps struct {
 	// Clock is the worker's clock (nil: time.Now). It measures only spans of
 	// time: what a run's time limit leaves comes from the database.
 	Clock func() time.Time
+	// MaxOutputBytes bounds one model answer and MaxToolArgumentBytes one
+	// tool call's arguments (limits.model_output_bytes and
+	// limits.tool_arguments_bytes; 0: the llm package's defaults).
+	MaxOutputBytes       int
+	MaxToolArgumentBytes int
 }
 
 // Executor runs one attempt of a run: it loads the run's configuration and
@@ -180,6 +185,7 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 			MaxSteps: cfg.Limits.MaxSteps, MaxTokens: int64(cfg.Limits.MaxTokens),
 			Deadline: e.now().Add(left), Now: e.now,
 		},
+		MaxOutputBytes: e.d.MaxOutputBytes, MaxToolArgumentBytes: e.d.MaxToolArgumentBytes,
 	}
 	return spec, state, nil
 }

@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,13 @@ type Turn struct {
 	ToolCalls []Call
 	// Status, when not 0 or 200, is answered instead (with an OpenAI error body).
 	Status int
+	// Flood, when set, streams that many bytes after Text, 32 KiB a chunk,
+	// as text or, with FloodArguments, as the arguments of one tool call
+	// that never ends, and then drops the connection without finishing the
+	// answer: a vendor that ignores every bound. It stops early when the
+	// client leaves; FloodSent counts what it wrote.
+	Flood          int64
+	FloodArguments bool
 }
 
 // Call is a tool call the model asks for.
@@ -52,7 +60,11 @@ type ChatServer struct {
 
 	mu       sync.Mutex
 	requests []Request
+	flooded  atomic.Int64
 }
+
+// FloodSent is the bytes of flood chunks written so far (see Turn.Flood).
+func (s *ChatServer) FloodSent() int64 { return s.flooded.Load() }
 
 // NewChatServer starts a server playing script; Close it when done.
 func NewChatServer(script []Turn) *ChatServer {
@@ -127,6 +139,10 @@ func (s *ChatServer) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if turn.Flood > 0 {
+		s.flood(r, turn, send, chunk)
+		return
+	}
 	for i, c := range turn.ToolCalls {
 		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": fmt.Sprintf("call_%d_%d", n, i), "type": "function",
 			"function": map[string]any{"name": c.Name, "arguments": c.Arguments}}}}, nil))
@@ -140,6 +156,27 @@ func (s *ChatServer) serve(w http.ResponseWriter, r *http.Request) {
 		"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()
+}
+
+// flood streams turn.Flood bytes in 32 KiB chunks (see Turn.Flood).
+func (s *ChatServer) flood(r *http.Request, turn Turn, send func(any) bool, chunk func(map[string]any, any) map[string]any) {
+	piece := strings.Repeat("x", 32<<10)
+	if turn.FloodArguments {
+		if !send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_flood", "type": "function",
+			"function": map[string]any{"name": "lookup", "arguments": ""}}}}, nil)) {
+			return
+		}
+	}
+	for sent := int64(0); sent < turn.Flood && r.Context().Err() == nil; sent += int64(len(piece)) {
+		delta := map[string]any{"content": piece}
+		if turn.FloodArguments {
+			delta = map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": piece}}}}
+		}
+		if !send(chunk(delta, nil)) {
+			return
+		}
+		s.flooded.Add(int64(len(piece)))
+	}
 }
 
 // split cuts s into n pieces of about equal length (on rune boundaries).
