@@ -165,7 +165,9 @@ func (a *App) buildRuns() {
 	drivers := envhosted.NewWithTLS(client, func(c *tls.Config) *http.Client { return a.policy.HTTPClient(0, endpoint.WithTLSConfig(c)) })
 	drivers[envhosted.TypeModal] = envhosted.NewModal(a.policy, envhosted.ModalOptions{})
 	drivers[types.LocalType] = envlocal.NewDriver(a.cfg.Environments, envlocal.Options{})
-	drivers["docker"] = envdocker.New(a.policy, envdocker.Options{})
+	drivers[envdocker.TypeID] = envdocker.New(a.policy, envdocker.Options{
+		Guard: envdocker.Guard{Networks: a.cfg.Environments.DockerNetworks, AllowRoot: a.cfg.Environments.DockerAllowRoot},
+	})
 	a.Environments = environment.NewRuntime(a.Pool, a.Keyring, drivers, time.Duration(a.cfg.Environments.RenewalSeconds)*time.Second,
 		a.log.With("component", "environments"))
 	agents := agent.NewService(a.Pool, a.Types, refs.None{})
