@@ -2,9 +2,7 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +31,7 @@ import (
 	"github.com/svcdev/svc/internal/envlocal"
 	"github.com/svcdev/svc/internal/health"
 	"github.com/svcdev/svc/internal/httpapi"
+	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/idempotency"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/mail"
@@ -274,7 +273,9 @@ func (a *App) Start(ctx context.Context) error {
 	if a.metricsLn != nil {
 		metricsListen = a.metricsLn.Addr().String()
 	}
-	a.log.Info("svc ready", "role", string(a.role), "listen", a.ln.Addr().String(), "metrics_listen", metricsListen,
+	host, _ := os.Hostname()
+	a.log.Info("svc ready", "role", string(a.role), "replica_id", a.ReplicaID, "host", host, "pid", os.Getpid(),
+		"listen", a.ln.Addr().String(), "metrics_listen", metricsListen,
 		"version", buildinfo.Version, "schema", schema.Version(), "sweeps", a.Sweeps.Sweeps(),
 		"startup_ms", time.Since(began).Milliseconds())
 	return nil
@@ -508,11 +509,11 @@ func (a *App) buildConnections() error {
 	return nil
 }
 
+// replicaID names this process in claims, leases, attempts and connection
+// operations, which tenants can see: a new random id per start, never the
+// host name. The start-up log line maps it to the host and pid.
 func replicaID() string {
-	host, _ := os.Hostname()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+	return id.New(id.Replica)
 }
 
 // checkObjectStore refuses to start against an object store that does not
