@@ -1004,7 +1004,7 @@ type Attempt struct {
 	Status    AttemptStatus          `json:"status"`
 	ToStep    nullable.Nullable[int] `json:"to_step"`
 
-	// Worker The worker process that made the attempt.
+	// Worker The worker process that made the attempt, by its replica id (`rep_…`, new at every start of a process and logged at start beside its host name).
 	Worker string `json:"worker"`
 }
 
@@ -1109,7 +1109,7 @@ type ConnectionOperation struct {
 	// Id Example: cop_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id string `json:"id"`
 
-	// Owner The svc process (replica id) that drives the operation; another takes over when it disappears.
+	// Owner The svc process that drives the operation, by its replica id (`rep_…`, new at every start of a process and logged at start beside its host name); another takes over when it disappears.
 	Owner string `json:"owner"`
 
 	// RedirectUrl While `pending`, the vendor's https page where the user consents; null before the vendor gave it and once settled.
@@ -3277,7 +3277,10 @@ type ListRunsParams struct {
 	// ThreadId Only runs of this thread.
 	ThreadId *string `form:"thread_id,omitempty" json:"thread_id,omitempty"`
 
-	// Status Only runs of this status (ignored with `thread_id`).
+	// AgentId Only runs of this agent.
+	AgentId *string `form:"agent_id,omitempty" json:"agent_id,omitempty"`
+
+	// Status Only runs of this status.
 	Status *RunStatus `form:"status,omitempty" json:"status,omitempty"`
 }
 
@@ -3453,6 +3456,9 @@ type ListThreadsParams struct {
 
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// AgentId Only threads of this agent.
+	AgentId *string `form:"agent_id,omitempty" json:"agent_id,omitempty"`
 }
 
 // CreateThreadParams defines parameters for CreateThread.
@@ -6281,6 +6287,13 @@ func (w *ServerInterfaceWrapper) ListRuns(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter thread_id: %s", err))
 	}
 
+	// ------------- Optional query parameter "agent_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "agent_id", ctx.QueryParams(), &params.AgentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent_id: %s", err))
+	}
+
 	// ------------- Optional query parameter "status" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -6916,6 +6929,13 @@ func (w *ServerInterfaceWrapper) ListThreads(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "agent_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "agent_id", ctx.QueryParams(), &params.AgentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent_id: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -7974,6 +7994,20 @@ func (response GetAgent200JSONResponse) VisitGetAgentResponse(w http.ResponseWri
 	return err
 }
 
+type GetAgent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetAgent400JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgent401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetAgent401JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
@@ -8313,6 +8347,20 @@ func (response ArchiveAgent200JSONResponse) VisitArchiveAgentResponse(w http.Res
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveAgent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ArchiveAgent400JSONResponse) VisitArchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8802,6 +8850,20 @@ func (response GetAgentRevision200JSONResponse) VisitGetAgentRevisionResponse(w 
 	return err
 }
 
+type GetAgentRevision400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetAgentRevision400JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentRevision401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetAgentRevision401JSONResponse) VisitGetAgentRevisionResponse(w http.ResponseWriter) error {
@@ -8932,6 +8994,20 @@ func (response UnarchiveAgent200JSONResponse) VisitUnarchiveAgentResponse(w http
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveAgent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UnarchiveAgent400JSONResponse) VisitUnarchiveAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9419,6 +9495,20 @@ func (response RevokeAPIKey200JSONResponse) VisitRevokeAPIKeyResponse(w http.Res
 	return err
 }
 
+type RevokeAPIKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokeAPIKey400JSONResponse) VisitRevokeAPIKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokeAPIKey401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response RevokeAPIKey401JSONResponse) VisitRevokeAPIKeyResponse(w http.ResponseWriter) error {
@@ -9871,6 +9961,20 @@ func (response RetireAsset204Response) VisitRetireAssetResponse(w http.ResponseW
 	return nil
 }
 
+type RetireAsset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RetireAsset400JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RetireAsset401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response RetireAsset401JSONResponse) VisitRetireAssetResponse(w http.ResponseWriter) error {
@@ -10030,6 +10134,20 @@ func (response GetAsset200JSONResponse) VisitGetAssetResponse(w http.ResponseWri
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAsset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetAsset400JSONResponse) VisitGetAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10244,6 +10362,20 @@ func (response GetAssetContent304Response) VisitGetAssetContentResponse(w http.R
 	}
 	w.WriteHeader(304)
 	return nil
+}
+
+type GetAssetContent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetAssetContent400JSONResponse) VisitGetAssetContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type GetAssetContent401JSONResponse struct{ UnauthenticatedJSONResponse }
@@ -12011,6 +12143,20 @@ func (response GetConnectorProvider200JSONResponse) VisitGetConnectorProviderRes
 	return err
 }
 
+type GetConnectorProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetConnectorProvider400JSONResponse) VisitGetConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetConnectorProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetConnectorProvider401JSONResponse) VisitGetConnectorProviderResponse(w http.ResponseWriter) error {
@@ -12353,6 +12499,20 @@ func (response TestConnectorProvider200JSONResponse) VisitTestConnectorProviderR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestConnectorProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestConnectorProvider400JSONResponse) VisitTestConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13098,6 +13258,20 @@ func (response GetEnvironmentProvider200JSONResponse) VisitGetEnvironmentProvide
 	return err
 }
 
+type GetEnvironmentProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEnvironmentProvider400JSONResponse) VisitGetEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetEnvironmentProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetEnvironmentProvider401JSONResponse) VisitGetEnvironmentProviderResponse(w http.ResponseWriter) error {
@@ -13440,6 +13614,20 @@ func (response TestEnvironmentProvider200JSONResponse) VisitTestEnvironmentProvi
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestEnvironmentProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestEnvironmentProvider400JSONResponse) VisitTestEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13910,6 +14098,20 @@ func (response GetEnvironmentTemplate200JSONResponse) VisitGetEnvironmentTemplat
 	return err
 }
 
+type GetEnvironmentTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEnvironmentTemplate400JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetEnvironmentTemplate401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetEnvironmentTemplate401JSONResponse) VisitGetEnvironmentTemplateResponse(w http.ResponseWriter) error {
@@ -14374,6 +14576,20 @@ func (response DeleteEnvironment204Response) VisitDeleteEnvironmentResponse(w ht
 	return nil
 }
 
+type DeleteEnvironment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteEnvironment400JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteEnvironment401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response DeleteEnvironment401JSONResponse) VisitDeleteEnvironmentResponse(w http.ResponseWriter) error {
@@ -14533,6 +14749,20 @@ func (response GetEnvironment200JSONResponse) VisitGetEnvironmentResponse(w http
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEnvironment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEnvironment400JSONResponse) VisitGetEnvironmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14823,6 +15053,20 @@ func (response GetInvitation200JSONResponse) VisitGetInvitationResponse(w http.R
 	return err
 }
 
+type GetInvitation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetInvitation400JSONResponse) VisitGetInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetInvitation401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetInvitation401JSONResponse) VisitGetInvitationResponse(w http.ResponseWriter) error {
@@ -14953,6 +15197,20 @@ func (response RevokeInvitation200JSONResponse) VisitRevokeInvitationResponse(w 
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokeInvitation400JSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15119,6 +15377,20 @@ func (response GetMe200JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetMe400JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15320,6 +15592,20 @@ type RemoveMember204Response struct {
 func (response RemoveMember204Response) VisitRemoveMemberResponse(w http.ResponseWriter) error {
 	w.WriteHeader(204)
 	return nil
+}
+
+type RemoveMember400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RemoveMember400JSONResponse) VisitRemoveMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type RemoveMember401JSONResponse struct{ UnauthenticatedJSONResponse }
@@ -16026,6 +16312,20 @@ func (response DeleteMemory204Response) VisitDeleteMemoryResponse(w http.Respons
 	return nil
 }
 
+type DeleteMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteMemory400JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteMemory401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response DeleteMemory401JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
@@ -16199,6 +16499,20 @@ func (response GetMemory200JSONResponse) VisitGetMemoryResponse(w http.ResponseW
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetMemory400JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16850,6 +17164,20 @@ func (response GetMemoryProvider200JSONResponse) VisitGetMemoryProviderResponse(
 	return err
 }
 
+type GetMemoryProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetMemoryProvider400JSONResponse) VisitGetMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMemoryProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetMemoryProvider401JSONResponse) VisitGetMemoryProviderResponse(w http.ResponseWriter) error {
@@ -17192,6 +17520,20 @@ func (response TestMemoryProvider200JSONResponse) VisitTestMemoryProviderRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestMemoryProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestMemoryProvider400JSONResponse) VisitTestMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17648,6 +17990,20 @@ func (response GetModelProvider200JSONResponse) VisitGetModelProviderResponse(w 
 	return err
 }
 
+type GetModelProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetModelProvider400JSONResponse) VisitGetModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetModelProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetModelProvider401JSONResponse) VisitGetModelProviderResponse(w http.ResponseWriter) error {
@@ -17990,6 +18346,20 @@ func (response TestModelProvider200JSONResponse) VisitTestModelProviderResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestModelProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestModelProvider400JSONResponse) VisitTestModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18456,6 +18826,20 @@ func (response GetModel200JSONResponse) VisitGetModelResponse(w http.ResponseWri
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetModel400JSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19141,6 +19525,20 @@ func (response ListProviderTypes200JSONResponse) VisitListProviderTypesResponse(
 	return err
 }
 
+type ListProviderTypes400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListProviderTypes400JSONResponse) VisitListProviderTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListProviderTypes401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response ListProviderTypes401JSONResponse) VisitListProviderTypesResponse(w http.ResponseWriter) error {
@@ -19593,6 +19991,20 @@ func (response GetRun200JSONResponse) VisitGetRunResponse(w http.ResponseWriter)
 	return err
 }
 
+type GetRun400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRun400JSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRun401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetRun401JSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
@@ -19712,6 +20124,20 @@ func (response ListRunAttempts200JSONResponse) VisitListRunAttemptsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunAttempts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRunAttempts400JSONResponse) VisitListRunAttemptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20320,6 +20746,20 @@ func (response GetSkill200JSONResponse) VisitGetSkillResponse(w http.ResponseWri
 	return err
 }
 
+type GetSkill400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSkill400JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSkill401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetSkill401JSONResponse) VisitGetSkillResponse(w http.ResponseWriter) error {
@@ -20659,6 +21099,20 @@ func (response ArchiveSkill200JSONResponse) VisitArchiveSkillResponse(w http.Res
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveSkill400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ArchiveSkill400JSONResponse) VisitArchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21148,6 +21602,20 @@ func (response GetSkillRevision200JSONResponse) VisitGetSkillRevisionResponse(w 
 	return err
 }
 
+type GetSkillRevision400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSkillRevision400JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSkillRevision401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetSkillRevision401JSONResponse) VisitGetSkillRevisionResponse(w http.ResponseWriter) error {
@@ -21278,6 +21746,20 @@ func (response UnarchiveSkill200JSONResponse) VisitUnarchiveSkillResponse(w http
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnarchiveSkill400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UnarchiveSkill400JSONResponse) VisitUnarchiveSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21749,6 +22231,20 @@ func (response DeleteSubscription204Response) VisitDeleteSubscriptionResponse(w 
 	return nil
 }
 
+type DeleteSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteSubscription400JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteSubscription401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response DeleteSubscription401JSONResponse) VisitDeleteSubscriptionResponse(w http.ResponseWriter) error {
@@ -21908,6 +22404,20 @@ func (response GetSubscription200JSONResponse) VisitGetSubscriptionResponse(w ht
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSubscription400JSONResponse) VisitGetSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22393,6 +22903,20 @@ func (response RotateSubscriptionSecret200JSONResponse) VisitRotateSubscriptionS
 	return err
 }
 
+type RotateSubscriptionSecret400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RotateSubscriptionSecret400JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateSubscriptionSecret401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response RotateSubscriptionSecret401JSONResponse) VisitRotateSubscriptionSecretResponse(w http.ResponseWriter) error {
@@ -22584,6 +23108,20 @@ func (response ListThreads403JSONResponse) VisitListThreadsResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThreads404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListThreads404JSONResponse) VisitListThreadsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22857,6 +23395,20 @@ func (response GetThread200JSONResponse) VisitGetThreadResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThread400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetThread400JSONResponse) VisitGetThreadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23925,6 +24477,20 @@ func (response GetWebProvider200JSONResponse) VisitGetWebProviderResponse(w http
 	return err
 }
 
+type GetWebProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetWebProvider400JSONResponse) VisitGetWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetWebProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
 
 func (response GetWebProvider401JSONResponse) VisitGetWebProviderResponse(w http.ResponseWriter) error {
@@ -24267,6 +24833,20 @@ func (response TestWebProvider200JSONResponse) VisitTestWebProviderResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestWebProvider400JSONResponse) VisitTestWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24719,6 +25299,20 @@ func (response GetWorkspace200JSONResponse) VisitGetWorkspaceResponse(w http.Res
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkspace400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetWorkspace400JSONResponse) VisitGetWorkspaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }

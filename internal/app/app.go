@@ -2,9 +2,7 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +31,7 @@ import (
 	"github.com/svcdev/svc/internal/envlocal"
 	"github.com/svcdev/svc/internal/health"
 	"github.com/svcdev/svc/internal/httpapi"
+	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/idempotency"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/mail"
@@ -165,7 +164,9 @@ func (a *App) buildRuns() {
 	drivers := envhosted.NewWithTLS(client, func(c *tls.Config) *http.Client { return a.policy.HTTPClient(0, endpoint.WithTLSConfig(c)) })
 	drivers[envhosted.TypeModal] = envhosted.NewModal(a.policy, envhosted.ModalOptions{})
 	drivers[types.LocalType] = envlocal.NewDriver(a.cfg.Environments, envlocal.Options{})
-	drivers["docker"] = envdocker.New(a.policy, envdocker.Options{})
+	drivers[envdocker.TypeID] = envdocker.New(a.policy, envdocker.Options{
+		Guard: envdocker.Guard{Networks: a.cfg.Environments.DockerNetworks, AllowRoot: a.cfg.Environments.DockerAllowRoot},
+	})
 	a.Environments = environment.NewRuntime(a.Pool, a.Keyring, drivers, time.Duration(a.cfg.Environments.RenewalSeconds)*time.Second,
 		a.log.With("component", "environments"))
 	agents := agent.NewService(a.Pool, a.Types, refs.None{})
@@ -275,7 +276,9 @@ func (a *App) Start(ctx context.Context) error {
 	if a.metricsLn != nil {
 		metricsListen = a.metricsLn.Addr().String()
 	}
-	a.log.Info("svc ready", "role", string(a.role), "listen", a.ln.Addr().String(), "metrics_listen", metricsListen,
+	host, _ := os.Hostname()
+	a.log.Info("svc ready", "role", string(a.role), "replica_id", a.ReplicaID, "host", host, "pid", os.Getpid(),
+		"listen", a.ln.Addr().String(), "metrics_listen", metricsListen,
 		"version", buildinfo.Version, "schema", schema.Version(), "sweeps", a.Sweeps.Sweeps(),
 		"startup_ms", time.Since(began).Milliseconds())
 	return nil
@@ -509,11 +512,11 @@ func (a *App) buildConnections() error {
 	return nil
 }
 
+// replicaID names this process in claims, leases, attempts and connection
+// operations, which tenants can see: a new random id per start, never the
+// host name. The start-up log line maps it to the host and pid.
 func replicaID() string {
-	host, _ := os.Hostname()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+	return id.New(id.Replica)
 }
 
 // checkObjectStore refuses to start against an object store that does not

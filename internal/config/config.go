@@ -111,6 +111,13 @@ type Environments struct {
 	LocalEnabled   bool `koanf:"local_enabled"`
 	ScanSeconds    int  `koanf:"scan_seconds"`
 	RenewalSeconds int  `koanf:"renewal_seconds"`
+	// DockerNetworks lists the engine networks a docker provider's `network`
+	// may name (exact names, `host` and `container:<name>` included); empty
+	// allows only none.
+	DockerNetworks []string `koanf:"docker_networks"`
+	// DockerAllowRoot lets a docker template run as root or as a user name
+	// (which the image may map to root), and drops no-new-privileges.
+	DockerAllowRoot bool `koanf:"docker_allow_root"`
 }
 
 // Providers configures model provider operations.
@@ -251,7 +258,7 @@ func Default() Config {
 			SubagentMaxLiveChildren: 8,
 			SubagentMaxDescendants:  64,
 		},
-		Environments: Environments{ScanSeconds: 30, RenewalSeconds: 30},
+		Environments: Environments{ScanSeconds: 30, RenewalSeconds: 30, DockerNetworks: []string{}},
 		Providers:    Providers{OperationScanSeconds: 30, ProbeTimeoutSeconds: 10},
 		Outbox: Outbox{
 			PurgeIntervalSeconds: 60,

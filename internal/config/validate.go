@@ -65,6 +65,11 @@ func (c *Config) Validate() error {
 
 	v.positive("environments.scan_seconds", c.Environments.ScanSeconds)
 	v.positive("environments.renewal_seconds", c.Environments.RenewalSeconds)
+	for i, n := range c.Environments.DockerNetworks {
+		if n == "" || strings.ContainsFunc(n, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			v.fail(fmt.Sprintf("environments.docker_networks[%d]", i), "%q is not a network name", n)
+		}
+	}
 
 	v.positive("providers.operation_scan_seconds", c.Providers.OperationScanSeconds)
 	v.positive("providers.probe_timeout_seconds", c.Providers.ProbeTimeoutSeconds)

@@ -42,6 +42,7 @@ type hostConfig struct {
 	NanoCPUs      int64         `json:"NanoCpus,omitempty"`
 	Memory        int64         `json:"Memory,omitempty"`
 	NetworkMode   string        `json:"NetworkMode"`
+	SecurityOpt   []string      `json:"SecurityOpt,omitempty"`
 	Init          bool          `json:"Init"`
 	RestartPolicy restartPolicy `json:"RestartPolicy"`
 }
@@ -83,11 +84,26 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 		return nil, err
 	}
 	defer e.close()
+	// The rows were checked when saved; they are checked again here, for rows
+	// saved under a laxer configuration or written around the API.
+	if err := d.guard.CheckNetwork(pc.Network); err != nil {
+		return nil, err
+	}
+	if err := d.guard.CheckUser(tc.User); err != nil {
+		return nil, err
+	}
 	if err := e.negotiate(ctx); err != nil {
 		return nil, err
 	}
-	if err := d.ensureImage(ctx, e, tc.Image); err != nil {
+	checkImageUser := tc.User == "" && !d.guard.AllowRoot
+	imageUser, err := d.ensureImage(ctx, e, tc.Image, checkImageUser)
+	if err != nil {
 		return nil, err
+	}
+	if checkImageUser {
+		if err := d.guard.CheckImageUser(tc.Image, imageUser); err != nil {
+			return nil, err
+		}
 	}
 	expires := d.now().UTC().Add(time.Duration(tc.TimeoutSeconds) * time.Second).Truncate(time.Second)
 	cfg := containerConfig{
@@ -112,6 +128,9 @@ func (d *Driver) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	}
 	if pc.Network != "" {
 		cfg.HostConfig.NetworkMode = pc.Network
+	}
+	if !d.guard.AllowRoot {
+		cfg.HostConfig.SecurityOpt = []string{"no-new-privileges"}
 	}
 	var created struct {
 		ID string `json:"Id"`
@@ -172,16 +191,33 @@ func (e *engine) inspect(ctx context.Context, ref string) (containerInfo, error)
 	return info, err
 }
 
-// ensureImage pulls image unless the engine has it.
-func (d *Driver) ensureImage(ctx context.Context, e *engine, image string) error {
-	status, err := e.call(ctx, "inspect image", http.MethodGet, "/images/"+image+"/json", nil, nil, nil)
+// imageInfo is the part of GET /images/{ref}/json that is used.
+type imageInfo struct {
+	Config struct {
+		// User is the image's user: what the container runs as when the
+		// template names none ("" is root).
+		User string `json:"User"`
+	} `json:"Config"`
+}
+
+// ensureImage pulls image unless the engine has it. With wantUser it returns
+// the image's user, inspecting the image again after a pull.
+func (d *Driver) ensureImage(ctx context.Context, e *engine, image string, wantUser bool) (string, error) {
+	var info imageInfo
+	status, err := e.call(ctx, "inspect image", http.MethodGet, "/images/"+image+"/json", nil, nil, &info)
 	switch {
 	case err == nil:
-		return nil
+		return info.Config.User, nil
 	case status != http.StatusNotFound:
-		return err
+		return "", err
 	}
-	return d.pull(ctx, e, image)
+	if err := d.pull(ctx, e, image); err != nil || !wantUser {
+		return "", err
+	}
+	if _, err := e.call(ctx, "inspect image", http.MethodGet, "/images/"+image+"/json", nil, nil, &info); err != nil {
+		return "", err
+	}
+	return info.Config.User, nil
 }
 
 // pull pulls image (POST /images/create), reading the progress stream to its

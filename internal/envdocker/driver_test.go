@@ -103,6 +103,7 @@ func TestCreatePullsTheImageAndStartsALimitedContainer(t *testing.T) {
 	require.EqualValues(t, 1_500_000_000, cfg.HostConfig.NanoCpus)
 	require.EqualValues(t, 512<<20, cfg.HostConfig.Memory)
 	require.Equal(t, "none", cfg.HostConfig.NetworkMode, "no network unless the provider names one")
+	require.Equal(t, []string{"no-new-privileges"}, cfg.HostConfig.SecurityOpt, "a set-uid program cannot make the user root")
 	require.True(t, cfg.HostConfig.Init)
 
 	// Create again (a worker died before checkpointing): the same container,
@@ -117,6 +118,7 @@ func TestCreatePullsTheImageAndStartsALimitedContainer(t *testing.T) {
 func TestCreateUsesTheConfiguredNetworkVersionAndWorkdir(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	b.driver.guard.Networks = []string{"agents"}
 	b.spec.Provider = json.RawMessage(`{"host":"unix://` + b.engine.Socket + `","api_version":"1.44","network":"agents"}`)
 	b.spec.Template = json.RawMessage(`{"image":"ghcr.io/acme/tools:1.2","workdir":"/home/agent/work"}`)
 	inst, h := b.open(t)

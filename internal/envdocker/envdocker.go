@@ -66,6 +66,9 @@ type Options struct {
 	PullTimeout time.Duration
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Guard is the operator's rule on networks and users, checked again at
+	// every Create (the zero Guard allows no network and no root).
+	Guard Guard
 }
 
 // Driver is the docker type's sandbox.Driver. It keeps no state between
@@ -76,6 +79,7 @@ type Driver struct {
 	callTimeout time.Duration
 	pullTimeout time.Duration
 	now         func() time.Time
+	guard       Guard
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -83,7 +87,7 @@ var _ sandbox.Driver = (*Driver)(nil)
 // New returns the docker driver. Every engine address goes through policy
 // (unix sockets must be in endpoint_policy.allowed_sockets).
 func New(policy *endpoint.Policy, opts Options) *Driver {
-	d := &Driver{policy: policy, callTimeout: opts.CallTimeout, pullTimeout: opts.PullTimeout, now: opts.Now}
+	d := &Driver{policy: policy, callTimeout: opts.CallTimeout, pullTimeout: opts.PullTimeout, now: opts.Now, guard: opts.Guard}
 	if d.callTimeout <= 0 {
 		d.callTimeout = DefaultCallTimeout
 	}

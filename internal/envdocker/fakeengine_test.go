@@ -45,6 +45,7 @@ type fakeEngine struct {
 	images     map[string]bool   // present, "repo:tag"
 	registry   map[string]bool   // pullable, "repo:tag"
 	pullErrors map[string]string // pull fails mid-stream with this message
+	imageUsers map[string]string // an image's own user (USER), "repo:tag"; absent is root
 	containers map[string]*fakeContainer
 	names      map[string]string // name -> id
 	execs      map[string]*fakeExec
@@ -77,6 +78,7 @@ type wireContainer struct {
 		NanoCpus    int64
 		Memory      int64
 		NetworkMode string
+		SecurityOpt []string
 		Init        bool
 	}
 }
@@ -128,6 +130,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 		images:     map[string]bool{},
 		registry:   map[string]bool{"alpine:3.21": true, "python:3.13-slim": true, "ghcr.io/acme/tools:1.2": true},
 		pullErrors: map[string]string{},
+		imageUsers: map[string]string{"ghcr.io/acme/tools:1.2": "1000:1000"},
 		containers: map[string]*fakeContainer{},
 		names:      map[string]string{},
 		execs:      map[string]*fakeExec{},
@@ -252,13 +255,13 @@ func (e *fakeEngine) imageInspect(w http.ResponseWriter, name string) {
 		name += ":latest"
 	}
 	e.mu.Lock()
-	ok := e.images[name]
+	ok, user := e.images[name], e.imageUsers[name]
 	e.mu.Unlock()
 	if !ok {
 		engineErr(w, http.StatusNotFound, "No such image: "+name)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"Id": "sha256:" + randomHex(64), "RepoTags": []string{name}})
+	writeJSON(w, http.StatusOK, map[string]any{"Id": "sha256:" + randomHex(64), "RepoTags": []string{name}, "Config": map[string]any{"User": user}})
 }
 
 // pull answers 200 and streams progress; failures come inside the stream.

@@ -97,7 +97,7 @@ func TestAProtectedEngineOverTLS(t *testing.T) {
 		EnvironmentID: id.New(id.Environment), WorkspaceID: id.New(id.Workspace),
 		Provider:   json.RawMessage(`{"host":"tcp://` + eng.Listener.Addr().String() + `"}`),
 		Credential: cred,
-		Template:   json.RawMessage(`{"image":"alpine:3.21"}`),
+		Template:   json.RawMessage(`{"image":"alpine:3.21","user":"1000"}`),
 	}
 	d := New(policy, Options{})
 	ctx := t.Context()
@@ -155,7 +155,7 @@ func TestStdinNeedsHTTP1(t *testing.T) {
 		EnvironmentID: id.New(id.Environment), WorkspaceID: id.New(id.Workspace),
 		Provider:   json.RawMessage(`{"host":"tcp://` + eng.Listener.Addr().String() + `"}`),
 		Credential: cred,
-		Template:   json.RawMessage(`{"image":"alpine:3.21"}`),
+		Template:   json.RawMessage(`{"image":"alpine:3.21","user":"1000"}`),
 	}
 	d := New(policy, Options{})
 	ctx := t.Context()

@@ -69,6 +69,7 @@ func TestConnectionAuthorizationSucceeds(t *testing.T) {
 	require.Nil(t, op["error"])
 	require.Nil(t, op["settled_at"])
 	require.Equal(t, b.h.App.ReplicaID, op["owner"])
+	require.Regexp(t, `^rep_[0-9a-z]{26}$`, op["owner"], "an opaque replica id, not the host name")
 	require.Equal(t, b.admin.PrincipalID, op["created_by_id"])
 	deadline, err := time.Parse(time.RFC3339Nano, op["deadline"].(string))
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/envdocker"
 	"github.com/svcdev/svc/internal/environment"
 	"github.com/svcdev/svc/internal/template"
 )
@@ -22,13 +23,12 @@ type EnvironmentHandlers struct {
 // NewEnvironmentHandlers builds the template and environment services over
 // the installed provider types.
 func NewEnvironmentHandlers(deps Deps) (*EnvironmentHandlers, error) {
-	if deps.Pool == nil || deps.Types == nil {
-		return nil, errors.New("environment handlers need the pool and the type registry")
+	if deps.Config == nil || deps.Pool == nil || deps.Types == nil {
+		return nil, errors.New("environment handlers need the configuration, the pool and the type registry")
 	}
-	return &EnvironmentHandlers{
-		templates:    template.NewService(deps.Pool, deps.Types),
-		environments: environment.NewService(deps.Pool),
-	}, nil
+	templates := template.NewService(deps.Pool, deps.Types)
+	templates.SetConfigCheck(envdocker.TypeID, dockerGuard(deps.Config).TemplateCheck)
+	return &EnvironmentHandlers{templates: templates, environments: environment.NewService(deps.Pool)}, nil
 }
 
 // ListEnvironmentTemplates lists the templates of the key's workspace.

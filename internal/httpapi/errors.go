@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -70,6 +71,9 @@ func toAppError(err error) *apperr.Error {
 		case http.StatusUnsupportedMediaType:
 			return apperr.New(apperr.KindUnsupportedMediaType, "request body must be application/json")
 		case http.StatusBadRequest:
+			if ute, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+				return unmarshalTypeError(ute, err)
+			}
 			// Echo's own binding errors; their messages are short and safe.
 			if msg, ok := he.Message.(string); ok {
 				return apperr.Wrap(apperr.KindInvalidArgument, msg, err)
@@ -78,6 +82,22 @@ func toAppError(err error) *apperr.Error {
 		}
 	}
 	return apperr.Wrap(apperr.KindInternal, "internal error", err)
+}
+
+// unmarshalTypeError is a body member the contract's validator accepted but
+// the handler's type cannot hold: a number such as 1e2 or 100.0 where an
+// integer is declared (JSON Schema counts them as integers, Go's decoder does
+// not), or a number too large for it. The detail names the member.
+func unmarshalTypeError(ute *json.UnmarshalTypeError, cause error) *apperr.Error {
+	reason := "must be a " + ute.Type.String()
+	switch ute.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		reason = "must be an integer written in digits, without a fraction or an exponent, and within range"
+	}
+	e := apperr.InvalidArgument("request is invalid", apperr.Detail{Field: ute.Field, Reason: reason})
+	e.Err = cause
+	return e
 }
 
 // errorHandler writes every error in the documented shape with the request's id.

@@ -9,7 +9,9 @@ import (
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/endpoint"
+	"github.com/svcdev/svc/internal/envdocker"
 	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
@@ -35,7 +37,14 @@ func NewProviderHandlers(deps Deps) (*ProviderHandlers, error) {
 		return nil, err
 	}
 	prober := probe.New(policy, time.Duration(deps.Config.Providers.ProbeTimeoutSeconds)*time.Second)
-	return &ProviderHandlers{svc: provider.NewService(deps.Pool, deps.Keyring, deps.Types, policy, prober)}, nil
+	svc := provider.NewService(deps.Pool, deps.Keyring, deps.Types, policy, prober)
+	svc.SetConfigCheck(envdocker.TypeID, dockerGuard(deps.Config).ProviderCheck)
+	return &ProviderHandlers{svc: svc}, nil
+}
+
+// dockerGuard is the operator's rule on docker networks and users.
+func dockerGuard(cfg *config.Config) envdocker.Guard {
+	return envdocker.Guard{Networks: cfg.Environments.DockerNetworks, AllowRoot: cfg.Environments.DockerAllowRoot}
 }
 
 // test sends the provider test and maps its result.

@@ -125,7 +125,7 @@ func New(opts Options) (*echo.Echo, error) {
 	keyLimit := keyRateLimit{Limiter: limiter, PerMinute: d.Config.Limits.APIRequestsPerKeyPerMinute}
 	binary := binaryOperations(c.doc)
 	e.Use(readyGate(opts.Health.Started), jsonBody(opts.RequestBytes, binary),
-		streamBodies(binary, requestValidator(c.doc, authenticate(d.Auth, keyLimit))))
+		streamBodies(binary, requestValidator(c.doc, authenticate(d.Auth, keyLimit))), unknownQuery(declaredQueryParams(c.doc)))
 	e.Use(idempotency.Middleware(idempotency.Config{
 		Contract: c.doc, Pool: d.Pool, Keyring: d.Keyring, Log: opts.Log,
 		Streamed:      func(c echo.Context) bool { return binary.of(c) == binaryRequest },

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +82,13 @@ func TestRunEndToEndOverSSE(t *testing.T) {
 	require.Len(t, msgs["items"], 4)
 	atts := b.must(t, http.StatusOK, http.MethodGet, "/api/v1/runs/"+r["id"].(string)+"/attempts", nil)
 	require.Len(t, atts["items"], 1)
+	// The attempt names the worker by its opaque replica id, never the host.
+	worker := atts["items"].([]any)[0].(map[string]any)["worker"].(string)
+	require.Equal(t, b.h.App.ReplicaID, worker)
+	require.Regexp(t, `^rep_[0-9a-z]{26}$`, worker)
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	require.NotContains(t, worker, host)
 }
 
 // setupE2E starts a process of role all (with configure applied) whose

@@ -19,7 +19,7 @@ const (
 
 // ListThreads lists the workspace's threads, newest first.
 func (h *RunHandlers) ListThreads(ctx context.Context, req api.ListThreadsRequestObject) (api.ListThreadsResponseObject, error) {
-	page, err := h.svc.ListThreads(ctx, auth.CallerFrom(ctx), req.Params.Limit, req.Params.Cursor)
+	page, err := h.svc.ListThreads(ctx, auth.CallerFrom(ctx), req.Params.AgentId, req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,9 @@ const (
 	Input   = "in"
 	Run     = "run"
 	Attempt = "att"
+	// Replica names a running svc process (not stored as a resource): the
+	// owner of claims, leases and attempts, shown instead of its host name.
+	Replica = "rep"
 )
 
 // New returns a new id of the given kind.

@@ -165,7 +165,8 @@ func endpointFields(t types.Type) []string {
 	return out
 }
 
-// validateConfig validates cfg against the type's schema, then checks every
+// validateConfig validates cfg against the type's schema and the operator's
+// ConfigCheck of the type, then checks every
 // URL member present in it against the endpoint policy (naming config.<member>).
 // Defaults the request leaves out are not checked here: they are the vendors'
 // public endpoints, and every call is checked again when it is dialled. A
@@ -174,6 +175,11 @@ func endpointFields(t types.Type) []string {
 func (s *Service) validateConfig(ctx context.Context, t types.Type, cfg, cred map[string]any) error {
 	if err := t.ValidateConfig(cfg); err != nil {
 		return err
+	}
+	if check := s.checks[t.ID]; check != nil {
+		if err := check(cfg); err != nil {
+			return err
+		}
 	}
 	if err := s.checkEngine(ctx, t, cfg, cred); err != nil {
 		return err

@@ -40,6 +40,23 @@ type Service struct {
 	prober *probe.Prober
 	// endpoints lists the URL members of each type's config, by type id.
 	endpoints map[string][]string
+	// checks are the operator's rules on a type's config, by type id.
+	checks map[string]ConfigCheck
+}
+
+// ConfigCheck is an operator's rule on a provider type's configuration
+// beyond its schema (what a deployment allows, such as the docker type's
+// networks); it returns an invalid_argument error naming config.<member>.
+type ConfigCheck func(cfg map[string]any) error
+
+// SetConfigCheck adds check to the validation of the configs of type
+// typeID when a provider is created or its config changes. Call it before
+// the service is used.
+func (s *Service) SetConfigCheck(typeID string, check ConfigCheck) {
+	if s.checks == nil {
+		s.checks = map[string]ConfigCheck{}
+	}
+	s.checks[typeID] = check
 }
 
 // NewService returns a service over pool that validates against reg and policy,

@@ -56,16 +56,29 @@ func Cursor(lastID string) string {
 }
 
 // AfterID decodes a cursor. An absent cursor starts at the newest item; the
-// returned value then sorts after every id.
+// returned value then sorts after every id. A cursor svc did not make (one
+// that does not decode to an id's characters: lowercase letters, digits and
+// underscores) is invalid_argument on cursor, before any query sees it.
 func AfterID(cursor *string) (string, error) {
 	if cursor == nil || *cursor == "" {
 		return "\uffff", nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(*cursor)
-	if err != nil || len(b) == 0 || len(b) > 100 {
+	if err != nil || len(b) == 0 || len(b) > 100 || !idChars(b) {
 		return "", apperr.InvalidField("cursor", "not a cursor from a previous page")
 	}
 	return string(b), nil
+}
+
+// idChars reports whether b holds only the characters of ids (and of the
+// revision numbers some cursors carry).
+func idChars(b []byte) bool {
+	for _, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // NextCursor returns the cursor for the page after items, or nil when the page

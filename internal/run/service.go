@@ -322,8 +322,9 @@ func (s *Service) GetThread(ctx context.Context, c *auth.Caller, threadID string
 	return threadOf(th), nil
 }
 
-// ListThreads lists the workspace's threads, newest first.
-func (s *Service) ListThreads(ctx context.Context, c *auth.Caller, limit *int, cursor *string) (ThreadPage, error) {
+// ListThreads lists the workspace's threads (of one agent, when agentID is
+// set), newest first.
+func (s *Service) ListThreads(ctx context.Context, c *auth.Caller, agentID *string, limit *int, cursor *string) (ThreadPage, error) {
 	if err := auth.Require(c, auth.PermRead); err != nil {
 		return ThreadPage{}, err
 	}
@@ -332,7 +333,15 @@ func (s *Service) ListThreads(ctx context.Context, c *auth.Caller, limit *int, c
 		return ThreadPage{}, err
 	}
 	n := resource.Limit(limit)
-	rows, err := s.q.ThreadList(ctx, s.pool, db.ThreadListParams{WorkspaceID: c.WorkspaceID, AfterID: after, PageLimit: int32(n)})
+	var rows []db.Thread
+	if agentID != nil {
+		if err := s.agentExists(ctx, c, *agentID); err != nil {
+			return ThreadPage{}, err
+		}
+		rows, err = s.q.ThreadListByAgent(ctx, s.pool, db.ThreadListByAgentParams{WorkspaceID: c.WorkspaceID, AgentID: *agentID, AfterID: after, PageLimit: int32(n)})
+	} else {
+		rows, err = s.q.ThreadList(ctx, s.pool, db.ThreadListParams{WorkspaceID: c.WorkspaceID, AfterID: after, PageLimit: int32(n)})
+	}
 	if err != nil {
 		return ThreadPage{}, dbx.Translate(err, "thread")
 	}
@@ -364,9 +373,16 @@ func (s *Service) GetRun(ctx context.Context, c *auth.Caller, runID string) (Run
 	return runOf(r), nil
 }
 
-// ListRuns lists the workspace's runs (of one thread, when threadID is set;
-// of one status, when status is set), newest first.
-func (s *Service) ListRuns(ctx context.Context, c *auth.Caller, threadID, status *string, limit *int, cursor *string) (RunPage, error) {
+// RunFilter selects the runs of a list; every member set applies.
+type RunFilter struct {
+	ThreadID *string
+	AgentID  *string
+	Status   *string
+}
+
+// ListRuns lists the workspace's runs that match f, newest first. A thread
+// or agent of f that is not in the workspace is not found.
+func (s *Service) ListRuns(ctx context.Context, c *auth.Caller, f RunFilter, limit *int, cursor *string) (RunPage, error) {
 	if err := auth.Require(c, auth.PermRead); err != nil {
 		return RunPage{}, err
 	}
@@ -374,15 +390,27 @@ func (s *Service) ListRuns(ctx context.Context, c *auth.Caller, threadID, status
 	if err != nil {
 		return RunPage{}, err
 	}
+	if f.ThreadID != nil {
+		if _, err := s.q.ThreadGet(ctx, s.pool, db.ThreadGetParams{WorkspaceID: c.WorkspaceID, ID: *f.ThreadID}); err != nil {
+			return RunPage{}, refNotFound(dbx.Translate(err, "thread"), "thread_id", "no such thread in this workspace")
+		}
+	}
+	if f.AgentID != nil {
+		if err := s.agentExists(ctx, c, *f.AgentID); err != nil {
+			return RunPage{}, err
+		}
+	}
 	n := resource.Limit(limit)
 	var rows []db.Run
-	if threadID != nil {
-		if _, err := s.q.ThreadGet(ctx, s.pool, db.ThreadGetParams{WorkspaceID: c.WorkspaceID, ID: *threadID}); err != nil {
-			return RunPage{}, dbx.Translate(err, "thread")
-		}
-		rows, err = s.q.RunListByThread(ctx, s.pool, db.RunListByThreadParams{WorkspaceID: c.WorkspaceID, ThreadID: *threadID, AfterID: after, PageLimit: int32(n)})
-	} else {
-		rows, err = s.q.RunList(ctx, s.pool, db.RunListParams{WorkspaceID: c.WorkspaceID, AfterID: after, Status: status, PageLimit: int32(n)})
+	switch {
+	case f.ThreadID != nil:
+		rows, err = s.q.RunListOfThread(ctx, s.pool, db.RunListOfThreadParams{
+			WorkspaceID: c.WorkspaceID, ThreadID: *f.ThreadID, AfterID: after, Status: f.Status, AgentID: f.AgentID, PageLimit: int32(n)})
+	case f.AgentID != nil:
+		rows, err = s.q.RunListByAgent(ctx, s.pool, db.RunListByAgentParams{
+			WorkspaceID: c.WorkspaceID, AgentID: *f.AgentID, AfterID: after, Status: f.Status, PageLimit: int32(n)})
+	default:
+		rows, err = s.q.RunList(ctx, s.pool, db.RunListParams{WorkspaceID: c.WorkspaceID, AfterID: after, Status: f.Status, PageLimit: int32(n)})
 	}
 	if err != nil {
 		return RunPage{}, dbx.Translate(err, "run")
@@ -460,4 +488,14 @@ func (s *Service) EventsAfter(ctx context.Context, threadID string, after int64,
 		out[i] = eventOf(r)
 	}
 	return out, nil
+}
+
+// agentExists refuses an agent id that is not an agent of the caller's
+// workspace (404 naming agent_id).
+func (s *Service) agentExists(ctx context.Context, c *auth.Caller, agentID string) error {
+	_, err := s.q.HeadGet(ctx, s.pool, db.HeadGetParams{WorkspaceID: c.WorkspaceID, Kind: "agent", ID: agentID})
+	if err != nil {
+		return refNotFound(dbx.Translate(err, "agent"), "agent_id", "no such agent in this workspace")
+	}
+	return nil
 }

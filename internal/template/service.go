@@ -27,6 +27,19 @@ type Service struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
 	reg  *types.Registry
+	// checks are the operator's rules on a type's template config, by type id.
+	checks map[string]provider.ConfigCheck
+}
+
+// SetConfigCheck adds check to the validation of the configs of templates on
+// providers of type typeID (when a template is created or its config
+// changes): an operator's rule beyond the type's environment schema, such as
+// the docker type's users. Call it before the service is used.
+func (s *Service) SetConfigCheck(typeID string, check provider.ConfigCheck) {
+	if s.checks == nil {
+		s.checks = map[string]provider.ConfigCheck{}
+	}
+	s.checks[typeID] = check
 }
 
 // NewService returns a service over pool that validates configs against the
@@ -64,7 +77,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (T
 		if err != nil {
 			return Template{}, err
 		}
-		if err := validateForType(t, in.Config, in.IdleStopSeconds, in.IdleDeleteSeconds); err != nil {
+		if err := s.validateForType(t, in.Config, in.IdleStopSeconds, in.IdleDeleteSeconds); err != nil {
 			return Template{}, err
 		}
 		row, err := s.q.EnvironmentTemplateInsert(ctx, tx, db.EnvironmentTemplateInsertParams{
@@ -296,19 +309,24 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, row db.EnvironmentT
 	if err := jsonUnmarshal(p.Config, &cfg); err != nil {
 		return fmt.Errorf("environment template %s: config: %w", row.ID, err)
 	}
-	return validateForType(t, cfg, intp(p.IdleStopSeconds), intp(p.IdleDeleteSeconds))
+	return s.validateForType(t, cfg, intp(p.IdleStopSeconds), intp(p.IdleDeleteSeconds))
 }
 
 // validateForType checks a template's config against the type's environment
-// schema (errors name config.<member>), and that the type can do what the
-// thresholds ask: stopping needs a type that svc manages and can stop,
+// schema and the operator's ConfigCheck of the type (errors name
+// config.<member>), and that the type can do what the thresholds ask: stopping needs a type that svc manages and can stop,
 // deleting one that svc manages and can destroy.
-func validateForType(t types.Type, cfg map[string]any, stop, del *int) error {
+func (s *Service) validateForType(t types.Type, cfg map[string]any, stop, del *int) error {
 	if cfg == nil {
 		cfg = map[string]any{}
 	}
 	if err := t.ValidateEnvironment(cfg); err != nil {
 		return err
+	}
+	if check := s.checks[t.ID]; check != nil {
+		if err := check(cfg); err != nil {
+			return err
+		}
 	}
 	env := t.Environment
 	if stop != nil && !(env.ManagedInstances && env.Stop) {

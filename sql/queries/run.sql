@@ -76,12 +76,6 @@ SELECT * FROM run WHERE id = @id;
 -- name: RunLock :one
 SELECT * FROM run WHERE workspace_id = @workspace_id AND id = @id FOR UPDATE;
 
--- name: RunListByThread :many
-SELECT * FROM run
-WHERE workspace_id = @workspace_id AND thread_id = @thread_id AND id < @after_id
-ORDER BY id DESC
-LIMIT @page_limit;
-
 -- name: RunList :many
 SELECT * FROM run
 WHERE workspace_id = @workspace_id AND id < @after_id
