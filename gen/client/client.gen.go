@@ -5099,7 +5099,9 @@ type ClientInterface interface {
 	// event types below. The answer carries the signing secret (`whsec_...`, Standard
 	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
-	// same principal within 24 hours.
+	// same principal within 24 hours. A workspace has at most
+	// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+	// is 409 `conflict`, whose message names the limit.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5113,7 +5115,9 @@ type ClientInterface interface {
 	// event types below. The answer carries the signing secret (`whsec_...`, Standard
 	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
-	// same principal within 24 hours.
+	// same principal within 24 hours. A workspace has at most
+	// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+	// is 409 `conflict`, whose message names the limit.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7728,7 +7732,9 @@ func (c *Client) ListSubscriptions(ctx context.Context, params *ListSubscription
 // event types below. The answer carries the signing secret (`whsec_...`, Standard
 // Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 // retry with the same `Idempotency-Key` replays this answer, secret included, to the
-// same principal within 24 hours.
+// same principal within 24 hours. A workspace has at most
+// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+// is 409 `conflict`, whose message names the limit.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7752,7 +7758,9 @@ func (c *Client) CreateSubscriptionWithBody(ctx context.Context, params *CreateS
 // event types below. The answer carries the signing secret (`whsec_...`, Standard
 // Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 // retry with the same `Idempotency-Key` replays this answer, secret included, to the
-// same principal within 24 hours.
+// same principal within 24 hours. A workspace has at most
+// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+// is 409 `conflict`, whose message names the limit.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15903,7 +15911,9 @@ type ClientWithResponsesInterface interface {
 	// event types below. The answer carries the signing secret (`whsec_...`, Standard
 	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
-	// same principal within 24 hours.
+	// same principal within 24 hours. A workspace has at most
+	// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+	// is 409 `conflict`, whose message names the limit.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15917,7 +15927,9 @@ type ClientWithResponsesInterface interface {
 	// event types below. The answer carries the signing secret (`whsec_...`, Standard
 	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
-	// same principal within 24 hours.
+	// same principal within 24 hours. A workspace has at most
+	// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+	// is 409 `conflict`, whose message names the limit.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -31140,7 +31152,9 @@ func (c *ClientWithResponses) ListSubscriptionsWithResponse(ctx context.Context,
 // event types below. The answer carries the signing secret (`whsec_...`, Standard
 // Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 // retry with the same `Idempotency-Key` replays this answer, secret included, to the
-// same principal within 24 hours.
+// same principal within 24 hours. A workspace has at most
+// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+// is 409 `conflict`, whose message names the limit.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -31160,7 +31174,9 @@ func (c *ClientWithResponses) CreateSubscriptionWithBodyWithResponse(ctx context
 // event types below. The answer carries the signing secret (`whsec_...`, Standard
 // Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 // retry with the same `Idempotency-Key` replays this answer, secret included, to the
-// same principal within 24 hours.
+// same principal within 24 hours. A workspace has at most
+// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+// is 409 `conflict`, whose message names the limit.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -89,6 +89,7 @@ func (c *Config) Validate() error {
 	v.positive("limits.sign_in_per_account_per_minute", c.Limits.SignInPerAccountPerMinute)
 	v.positive("limits.sign_in_per_address_per_minute", c.Limits.SignInPerAddressPerMinute)
 	v.nonNegative("limits.api_requests_per_key_per_minute", c.Limits.APIRequestsPerKeyPerMinute)
+	v.positive("limits.subscriptions_per_workspace", c.Limits.SubscriptionsPerWorkspace)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "json", "text")
@@ -242,6 +243,12 @@ func (v *validator) outbox(o Outbox) {
 	v.positive("outbox.purge_interval_seconds", o.PurgeIntervalSeconds)
 	v.positive("outbox.purge_batch", o.PurgeBatch)
 	v.positive("outbox.purge_budget_seconds", o.PurgeBudgetSeconds)
+	v.positive("outbox.webhook_in_flight_per_subscription", o.WebhookInFlightPerSubscription)
+	v.positive("outbox.webhook_connect_timeout_seconds", o.WebhookConnectTimeoutSeconds)
+	v.positive("outbox.webhook_response_timeout_seconds", o.WebhookResponseTimeoutSeconds)
+	v.positive("outbox.webhook_slow_attempt_ms", o.WebhookSlowAttemptMS)
+	v.nonNegative("outbox.webhook_slow_attempts", o.WebhookSlowAttempts)
+	v.positive("outbox.webhook_endpoint_failures", o.WebhookEndpointFailures)
 	v.fields("outbox.defaults", reflect.ValueOf(o.Defaults))
 	for _, kind := range slices.Sorted(maps.Keys(o.ByKind)) {
 		if !slices.Contains(OutboxKinds, kind) {
