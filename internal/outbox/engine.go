@@ -129,6 +129,9 @@ func (e *Engine) drain(ctx context.Context, kind string, d Deliverer) error {
 	l := newLanes(p.Parallel, iso)
 	err := func() error {
 		for ctx.Err() == nil {
+			// Read before the claim: an outcome recorded while it runs may
+			// free rows the claim did not see; it signals recorded.
+			outstanding := unsettled.Load()
 			rows, err := e.claim(ctx, kind, p, iso)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -157,7 +160,7 @@ func (e *Engine) drain(ctx context.Context, kind string, d Deliverer) error {
 			if len(rows) == p.Batch {
 				continue
 			}
-			if iso.inFlight == 0 || (len(rows) == 0 && unsettled.Load() == 0) {
+			if iso.inFlight == 0 || (len(rows) == 0 && outstanding == 0) {
 				return nil
 			}
 			select {

@@ -112,8 +112,9 @@ func BenchmarkSustainedDelivery(b *testing.B) {
 				elapsed += time.Since(start)
 			}
 			var pending int
-			require.NoError(b, bundle.pool.QueryRow(b.Context(), `SELECT count(*) FROM outbox WHERE status <> 'delivered'`).Scan(&pending))
-			require.Zero(b, pending, "every delivery was delivered")
+			var lastError *string
+			require.NoError(b, bundle.pool.QueryRow(b.Context(), `SELECT count(*), max(last_error) FROM outbox WHERE status <> 'delivered'`).Scan(&pending, &lastError))
+			require.Zero(b, pending, "every delivery was delivered (last error: %v)", lastError)
 			b.ReportMetric(float64(perIter*b.N)/elapsed.Seconds(), "deliveries/s")
 		})
 	}
