@@ -43,11 +43,13 @@ bench/assets:
 	scripts/services.sh start
 	eval "$$(scripts/services.sh env)" && go test -run '^$$' -bench BenchmarkAssetUpload -benchtime 5x -count 1 ./internal/httpapi
 
-## bench/outbox: webhook delivery through the engine (defaults and raised), the
+## bench/outbox: webhook delivery through the engine (defaults and raised), a healthy
+## endpoint's latency beside 20 hung ones, the
 ## engine beside 1,000,000 settled rows, and purging 1,000,000 rows under a sender
 bench/outbox:
 	scripts/services.sh start
 	eval "$$(scripts/services.sh env)" && go test -run '^$$' -bench BenchmarkSustainedDelivery -benchtime 2x -count 1 ./internal/webhook
+	eval "$$(scripts/services.sh env)" && go test -run '^$$' -bench BenchmarkHealthyBesideHungEndpoints -benchtime 200x -count 1 ./internal/webhook
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench 'BenchmarkDeliverNoop|BenchmarkPurgeMillion' -benchtime 2x -count 1 -timeout 40m ./internal/outbox
 
 ## bench/streams: 2,000 SSE clients on one control process (one thread, and a

@@ -5107,7 +5107,9 @@ type ClientInterface interface {
 	// event types below. The answer carries the signing secret (`whsec_...`, Standard
 	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
-	// same principal within 24 hours.
+	// same principal within 24 hours. A workspace has at most
+	// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+	// is 409 `conflict`, whose message names the limit.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5121,7 +5123,9 @@ type ClientInterface interface {
 	// event types below. The answer carries the signing secret (`whsec_...`, Standard
 	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
-	// same principal within 24 hours.
+	// same principal within 24 hours. A workspace has at most
+	// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+	// is 409 `conflict`, whose message names the limit.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7740,7 +7744,9 @@ func (c *Client) ListSubscriptions(ctx context.Context, params *ListSubscription
 // event types below. The answer carries the signing secret (`whsec_...`, Standard
 // Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 // retry with the same `Idempotency-Key` replays this answer, secret included, to the
-// same principal within 24 hours.
+// same principal within 24 hours. A workspace has at most
+// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+// is 409 `conflict`, whose message names the limit.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7764,7 +7770,9 @@ func (c *Client) CreateSubscriptionWithBody(ctx context.Context, params *CreateS
 // event types below. The answer carries the signing secret (`whsec_...`, Standard
 // Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 // retry with the same `Idempotency-Key` replays this answer, secret included, to the
-// same principal within 24 hours.
+// same principal within 24 hours. A workspace has at most
+// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+// is 409 `conflict`, whose message names the limit.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15943,7 +15951,9 @@ type ClientWithResponsesInterface interface {
 	// event types below. The answer carries the signing secret (`whsec_...`, Standard
 	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
-	// same principal within 24 hours.
+	// same principal within 24 hours. A workspace has at most
+	// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+	// is 409 `conflict`, whose message names the limit.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15957,7 +15967,9 @@ type ClientWithResponsesInterface interface {
 	// event types below. The answer carries the signing secret (`whsec_...`, Standard
 	// Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 	// retry with the same `Idempotency-Key` replays this answer, secret included, to the
-	// same principal within 24 hours.
+	// same principal within 24 hours. A workspace has at most
+	// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+	// is 409 `conflict`, whose message names the limit.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -31471,7 +31483,9 @@ func (c *ClientWithResponses) ListSubscriptionsWithResponse(ctx context.Context,
 // event types below. The answer carries the signing secret (`whsec_...`, Standard
 // Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 // retry with the same `Idempotency-Key` replays this answer, secret included, to the
-// same principal within 24 hours.
+// same principal within 24 hours. A workspace has at most
+// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+// is 409 `conflict`, whose message names the limit.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -31491,7 +31505,9 @@ func (c *ClientWithResponses) CreateSubscriptionWithBodyWithResponse(ctx context
 // event types below. The answer carries the signing secret (`whsec_...`, Standard
 // Webhooks): store it now, it is never shown again (rotate it to get a new one). A
 // retry with the same `Idempotency-Key` replays this answer, secret included, to the
-// same principal within 24 hours.
+// same principal within 24 hours. A workspace has at most
+// `limits.subscriptions_per_workspace` subscriptions (20 by default); creating one more
+// is 409 `conflict`, whose message names the limit.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

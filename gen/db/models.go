@@ -296,6 +296,12 @@ type OutboxBacklog struct {
 	ObservedAt    time.Time  `json:"observed_at"`
 }
 
+type OutboxEndpoint struct {
+	SubscriptionID string     `json:"subscription_id"`
+	Failures       int32      `json:"failures"`
+	PausedUntil    *time.Time `json:"paused_until"`
+}
+
 type Principal struct {
 	ID          string    `json:"id"`
 	Kind        string    `json:"kind"`

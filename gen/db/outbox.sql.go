@@ -248,10 +248,44 @@ WITH r AS (
     -- planner cannot pick the pending rows' partial index (which it believes
     -- tiny when most rows are settled) over the primary key.
     WHERE o.id = r.id AND o.attempt_number = r.number AND o.settled_at IS NULL
-    RETURNING o.id
+    RETURNING o.id, o.subscription_id
+), health AS (
+    -- What the batch says of each webhook endpoint: whether one of its
+    -- attempts was delivered, and how many failed.
+    SELECT upd.subscription_id AS id,
+        bool_or(r.result = 'delivered') AS delivered,
+        (count(*) FILTER (WHERE r.result = 'failed'))::int AS failed
+    FROM r JOIN upd ON upd.id = r.id
+    WHERE upd.subscription_id IS NOT NULL AND r.charged
+    GROUP BY upd.subscription_id
+), healed AS (
+    -- A delivered attempt makes the endpoint healthy: no row.
+    DELETE FROM outbox_endpoint e
+    USING health h
+    WHERE e.subscription_id = h.id AND h.delivered
+), policy AS (
+    SELECT $12::int AS threshold, $13::float8 AS base,
+        $14::float8 AS cap
+), hurt AS (
+    -- An endpoint whose consecutive failures reach the threshold is backed
+    -- off as a whole: base doubled for each failure beyond, at most cap, less
+    -- up to a quarter of jitter.
+    INSERT INTO outbox_endpoint AS e (subscription_id, failures, paused_until)
+    SELECT h.id, h.failed,
+        CASE WHEN h.failed >= p.threshold THEN now() + make_interval(secs =>
+            least(p.cap, p.base * 2 ^ least(h.failed - p.threshold, 30)) * (1 - random() / 4)) END
+    FROM health h, policy p
+    WHERE NOT h.delivered AND h.failed > 0
+    ON CONFLICT (subscription_id) DO UPDATE
+    SET failures = e.failures + excluded.failures,
+        paused_until = (
+            SELECT CASE WHEN e.failures + excluded.failures >= p.threshold THEN now() + make_interval(secs =>
+                least(p.cap, p.base * 2 ^ least(e.failures + excluded.failures - p.threshold, 30)) * (1 - random() / 4))
+                ELSE e.paused_until END
+            FROM policy p)
 ), att AS (
     INSERT INTO outbox_attempt (delivery_id, number, replica, started_at, duration_ms, result, status_code, response, error)
-    SELECT r.id, r.number, $12, r.started_at, r.duration_ms, r.result,
+    SELECT r.id, r.number, $15, r.started_at, r.duration_ms, r.result,
         NULLIF(r.status_code, 0), NULLIF(r.response, ''), NULLIF(r.error, '')
     FROM r JOIN upd ON upd.id = r.id
     WHERE r.charged
@@ -260,18 +294,21 @@ SELECT upd.id::text FROM upd
 `
 
 type OutboxSettleParams struct {
-	Ids          []string    `json:"ids"`
-	Numbers      []int32     `json:"numbers"`
-	Statuses     []string    `json:"statuses"`
-	RetrySeconds []float64   `json:"retry_seconds"`
-	Charged      []bool      `json:"charged"`
-	StartedAt    []time.Time `json:"started_at"`
-	DurationMs   []int32     `json:"duration_ms"`
-	Results      []string    `json:"results"`
-	StatusCodes  []int32     `json:"status_codes"`
-	Responses    []string    `json:"responses"`
-	Errors       []string    `json:"errors"`
-	Replica      string      `json:"replica"`
+	Ids                []string    `json:"ids"`
+	Numbers            []int32     `json:"numbers"`
+	Statuses           []string    `json:"statuses"`
+	RetrySeconds       []float64   `json:"retry_seconds"`
+	Charged            []bool      `json:"charged"`
+	StartedAt          []time.Time `json:"started_at"`
+	DurationMs         []int32     `json:"duration_ms"`
+	Results            []string    `json:"results"`
+	StatusCodes        []int32     `json:"status_codes"`
+	Responses          []string    `json:"responses"`
+	Errors             []string    `json:"errors"`
+	EndpointFailures   int32       `json:"endpoint_failures"`
+	BackoffBaseSeconds float64     `json:"backoff_base_seconds"`
+	MaxBackoffSeconds  float64     `json:"max_backoff_seconds"`
+	Replica            string      `json:"replica"`
 }
 
 // OutboxSettle records the outcomes of finished attempts in one statement. A
@@ -279,7 +316,9 @@ type OutboxSettleParams struct {
 // pending, so the result of a sender whose lease ran out (and whose row another
 // sender claimed again) is dropped. status 'pending' schedules a retry after
 // retry_seconds; uncharged gives the attempt back (a sender stopping). Each
-// recorded outcome also becomes an outbox_attempt row, unless uncharged.
+// recorded outcome also becomes an outbox_attempt row, unless uncharged. The
+// charged outcomes of webhook deliveries also keep their endpoint's health in
+// outbox_endpoint: a delivered attempt clears it, failed ones add up.
 func (q *Queries) OutboxSettle(ctx context.Context, db DBTX, arg OutboxSettleParams) ([]string, error) {
 	rows, err := db.Query(ctx, outboxSettle,
 		arg.Ids,
@@ -293,6 +332,9 @@ func (q *Queries) OutboxSettle(ctx context.Context, db DBTX, arg OutboxSettlePar
 		arg.StatusCodes,
 		arg.Responses,
 		arg.Errors,
+		arg.EndpointFailures,
+		arg.BackoffBaseSeconds,
+		arg.MaxBackoffSeconds,
 		arg.Replica,
 	)
 	if err != nil {
@@ -306,6 +348,169 @@ func (q *Queries) OutboxSettle(ctx context.Context, db DBTX, arg OutboxSettlePar
 			return nil, err
 		}
 		items = append(items, upd_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const outboxWebhookCandidates = `-- name: OutboxWebhookCandidates :many
+WITH RECURSIVE subs AS (
+    (SELECT o.subscription_id AS id FROM outbox o
+     WHERE o.status = 'pending' AND o.subscription_id IS NOT NULL
+     ORDER BY o.subscription_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.subscription_id FROM outbox o
+            WHERE o.status = 'pending' AND o.subscription_id > subs.id
+            ORDER BY o.subscription_id LIMIT 1)
+    FROM subs WHERE subs.id IS NOT NULL
+), due AS (
+    SELECT subs.id, first.workspace_id, first.next_attempt_at AS oldest
+    FROM subs
+    CROSS JOIN LATERAL (
+        SELECT o.workspace_id, o.next_attempt_at FROM outbox o
+        WHERE o.subscription_id = subs.id AND o.status = 'pending' AND o.next_attempt_at <= now()
+        ORDER BY o.next_attempt_at LIMIT 1
+    ) first
+    WHERE subs.id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM outbox_endpoint e WHERE e.subscription_id = subs.id AND e.paused_until > now())
+      AND (SELECT count(*) FROM outbox l
+           WHERE l.subscription_id = subs.id AND l.status = 'pending' AND l.lease_until > now()) < $1::int
+), fair AS (
+    SELECT due.id, due.oldest, row_number() OVER (PARTITION BY due.workspace_id ORDER BY due.oldest, due.id) AS turn
+    FROM due
+    ORDER BY turn, due.oldest
+    LIMIT $2
+)
+SELECT s.id FROM subscription s JOIN fair ON fair.id = s.id
+ORDER BY fair.turn, fair.oldest
+FOR NO KEY UPDATE OF s SKIP LOCKED
+`
+
+type OutboxWebhookCandidatesParams struct {
+	InFlight int32 `json:"in_flight"`
+	Batch    int32 `json:"batch"`
+}
+
+// OutboxWebhookCandidates picks the subscriptions the next webhook claim may
+// take deliveries of, and locks them for the claiming transaction, so that of
+// several senders (on every control replica) one at a time counts and claims
+// a subscription's deliveries. A subscription is a candidate when it has a
+// due delivery, its endpoint is not backed off and fewer than in_flight of its
+// deliveries are leased. It walks the subscriptions with pending deliveries
+// one index probe each (a skip scan), not the due rows, so a deep backlog of
+// one subscription costs no more than one row. Candidates are taken in turns
+// across workspaces (every workspace's first subscription, then every
+// workspace's second, and so on), each workspace's oldest due first; one
+// whose lock another sender holds is skipped.
+func (q *Queries) OutboxWebhookCandidates(ctx context.Context, db DBTX, arg OutboxWebhookCandidatesParams) ([]string, error) {
+	rows, err := db.Query(ctx, outboxWebhookCandidates, arg.InFlight, arg.Batch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const outboxWebhookClaim = `-- name: OutboxWebhookClaim :many
+WITH bound AS (
+    SELECT $2::int AS in_flight
+), subs AS (
+    SELECT s.id, s.turn FROM unnest($3::text[]) WITH ORDINALITY AS s(id, turn)
+), due AS (
+    SELECT d.id, subs.turn FROM subs
+    CROSS JOIN LATERAL (
+        SELECT o.id, o.next_attempt_at FROM outbox o
+        WHERE o.subscription_id = subs.id AND o.status = 'pending' AND o.next_attempt_at <= now()
+        ORDER BY o.next_attempt_at
+        LIMIT greatest(0, (SELECT bound.in_flight FROM bound) - (SELECT count(*) FROM outbox l
+            WHERE l.subscription_id = subs.id AND l.status = 'pending' AND l.lease_until > now()))
+        FOR UPDATE SKIP LOCKED
+    ) d
+    ORDER BY subs.turn, d.next_attempt_at
+    LIMIT $4
+)
+UPDATE outbox o
+SET attempts = o.attempts + 1,
+    attempt_number = o.attempt_number + 1,
+    lease_until = now() + make_interval(secs => $1::float8),
+    next_attempt_at = now() + make_interval(secs => $1::float8)
+FROM due
+WHERE o.id = due.id
+RETURNING o.id, o.kind, o.workspace_id, o.subscription_id, o.event_type, o.payload, o.sealed,
+    o.attempts, o.attempt_number, o.created_at, now()::timestamptz AS claimed_at, due.turn::int AS turn
+`
+
+type OutboxWebhookClaimParams struct {
+	LeaseSeconds    float64  `json:"lease_seconds"`
+	InFlight        int32    `json:"in_flight"`
+	SubscriptionIds []string `json:"subscription_ids"`
+	Batch           int32    `json:"batch"`
+}
+
+type OutboxWebhookClaimRow struct {
+	ID             string          `json:"id"`
+	Kind           string          `json:"kind"`
+	WorkspaceID    *string         `json:"workspace_id"`
+	SubscriptionID *string         `json:"subscription_id"`
+	EventType      *string         `json:"event_type"`
+	Payload        json.RawMessage `json:"payload"`
+	Sealed         []byte          `json:"sealed"`
+	Attempts       int32           `json:"attempts"`
+	AttemptNumber  int32           `json:"attempt_number"`
+	CreatedAt      time.Time       `json:"created_at"`
+	ClaimedAt      time.Time       `json:"claimed_at"`
+	Turn           int32           `json:"turn"`
+}
+
+// OutboxWebhookClaim leases due deliveries of the given subscriptions, which
+// the transaction holds locked (OutboxWebhookCandidates): at most in_flight
+// leased per subscription, counted now that no other sender can claim for
+// them, and at most batch in all, in the subscriptions' order. The lease and
+// counters are those of OutboxClaim.
+func (q *Queries) OutboxWebhookClaim(ctx context.Context, db DBTX, arg OutboxWebhookClaimParams) ([]OutboxWebhookClaimRow, error) {
+	rows, err := db.Query(ctx, outboxWebhookClaim,
+		arg.LeaseSeconds,
+		arg.InFlight,
+		arg.SubscriptionIds,
+		arg.Batch,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OutboxWebhookClaimRow{}
+	for rows.Next() {
+		var i OutboxWebhookClaimRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.WorkspaceID,
+			&i.SubscriptionID,
+			&i.EventType,
+			&i.Payload,
+			&i.Sealed,
+			&i.Attempts,
+			&i.AttemptNumber,
+			&i.CreatedAt,
+			&i.ClaimedAt,
+			&i.Turn,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

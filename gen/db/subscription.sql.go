@@ -9,6 +9,17 @@ import (
 	"context"
 )
 
+const subscriptionCount = `-- name: SubscriptionCount :one
+SELECT count(*)::int FROM subscription WHERE workspace_id = $1
+`
+
+func (q *Queries) SubscriptionCount(ctx context.Context, db DBTX, workspaceID string) (int32, error) {
+	row := db.QueryRow(ctx, subscriptionCount, workspaceID)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const subscriptionDelete = `-- name: SubscriptionDelete :exec
 DELETE FROM subscription WHERE id = $1
 `
@@ -168,6 +179,19 @@ func (q *Queries) SubscriptionList(ctx context.Context, db DBTX, arg Subscriptio
 		return nil, err
 	}
 	return items, nil
+}
+
+const subscriptionLockCreate = `-- name: SubscriptionLockCreate :exec
+SELECT pg_advisory_xact_lock(hashtextextended('subscription_create:' || $1::text, 0))
+`
+
+// SubscriptionLockCreate serializes the creates of one workspace's
+// subscriptions until the transaction ends, so the count that follows (a
+// statement of its own, with a snapshot taken after the lock) sees every
+// create committed before and the cap holds under concurrent creates.
+func (q *Queries) SubscriptionLockCreate(ctx context.Context, db DBTX, workspaceID string) error {
+	_, err := db.Exec(ctx, subscriptionLockCreate, workspaceID)
+	return err
 }
 
 const subscriptionUpdate = `-- name: SubscriptionUpdate :one

@@ -483,7 +483,9 @@ func (a *App) registerDeliverers() error {
 		return err
 	}
 	a.Outbox.Register(outbox.KindIdentityMail, mailer)
-	a.Outbox.Register(outbox.KindWebhook, webhook.NewDeliverer(a.Pool, a.Keyring, a.policy))
+	a.Outbox.Register(outbox.KindWebhook, webhook.NewDeliverer(a.Pool, a.Keyring, a.policy,
+		webhook.WithConnectTimeout(time.Duration(a.cfg.Outbox.WebhookConnectTimeoutSeconds)*time.Second),
+		webhook.WithResponseTimeout(time.Duration(a.cfg.Outbox.WebhookResponseTimeoutSeconds)*time.Second)))
 	vendorTimeout := time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second
 	a.Outbox.Register(outbox.KindMemoryNamespacePurge, memory.NewPurger(a.Pool, a.Keyring, a.Types, a.policy, vendorTimeout))
 	a.Outbox.Register(outbox.KindCheckpointCleanup, checkpoint.NewCleaner(a.Store))

@@ -129,11 +129,27 @@ type Providers struct {
 // Outbox configures outbox delivery and purging. Use Policy to get the
 // effective per-kind settings rather than reading Defaults or ByKind directly.
 type Outbox struct {
-	PurgeIntervalSeconds int                       `koanf:"purge_interval_seconds"`
-	PurgeBatch           int                       `koanf:"purge_batch"`
-	PurgeBudgetSeconds   int                       `koanf:"purge_budget_seconds"`
-	Defaults             OutboxPolicy              `koanf:"defaults"`
-	ByKind               map[string]OutboxOverride `koanf:"by_kind"`
+	PurgeIntervalSeconds int `koanf:"purge_interval_seconds"`
+	PurgeBatch           int `koanf:"purge_batch"`
+	PurgeBudgetSeconds   int `koanf:"purge_budget_seconds"`
+	// WebhookInFlightPerSubscription bounds the webhook deliveries of one
+	// subscription leased at once, across every control replica.
+	WebhookInFlightPerSubscription int `koanf:"webhook_in_flight_per_subscription"`
+	// WebhookConnectTimeoutSeconds bounds connecting to a webhook endpoint;
+	// WebhookResponseTimeoutSeconds bounds the wait for its answer's first
+	// byte (the whole attempt stays within 15 seconds).
+	WebhookConnectTimeoutSeconds  int `koanf:"webhook_connect_timeout_seconds"`
+	WebhookResponseTimeoutSeconds int `koanf:"webhook_response_timeout_seconds"`
+	// WebhookSlowAttemptMS is how long a webhook attempt runs before it gives
+	// its parallel slot to the next delivery; at most WebhookSlowAttempts such
+	// slow attempts run per process besides the parallel ones.
+	WebhookSlowAttemptMS int `koanf:"webhook_slow_attempt_ms"`
+	WebhookSlowAttempts  int `koanf:"webhook_slow_attempts"`
+	// WebhookEndpointFailures is the number of consecutive failed attempts
+	// after which a subscription's endpoint is backed off as a whole.
+	WebhookEndpointFailures int                       `koanf:"webhook_endpoint_failures"`
+	Defaults                OutboxPolicy              `koanf:"defaults"`
+	ByKind                  map[string]OutboxOverride `koanf:"by_kind"`
 }
 
 // OutboxPolicy is the complete delivery policy for one outbox kind.
@@ -201,6 +217,8 @@ type Limits struct {
 	// output_limit.
 	ModelOutputBytes   int64 `koanf:"model_output_bytes"`
 	ToolArgumentsBytes int64 `koanf:"tool_arguments_bytes"`
+	// SubscriptionsPerWorkspace bounds the webhook subscriptions of one workspace.
+	SubscriptionsPerWorkspace int `koanf:"subscriptions_per_workspace"`
 }
 
 // Log configures the process logger.
@@ -264,6 +282,13 @@ func Default() Config {
 			PurgeIntervalSeconds: 60,
 			PurgeBatch:           1000,
 			PurgeBudgetSeconds:   5,
+
+			WebhookInFlightPerSubscription: 2,
+			WebhookConnectTimeoutSeconds:   3,
+			WebhookResponseTimeoutSeconds:  10,
+			WebhookSlowAttemptMS:           500,
+			WebhookSlowAttempts:            256,
+			WebhookEndpointFailures:        3,
 			Defaults: OutboxPolicy{
 				DeliveredRetentionSeconds: 86400,
 				DeadRetentionSeconds:      1209600,
@@ -292,6 +317,7 @@ func Default() Config {
 			APIRequestsPerKeyPerMinute: 6000,
 			ModelOutputBytes:           4 << 20,
 			ToolArgumentsBytes:         1 << 20,
+			SubscriptionsPerWorkspace:  20,
 		},
 		Log: Log{Level: "info", Format: "json"},
 	}

@@ -102,6 +102,7 @@ func (c *Config) Validate() error {
 	if c.Limits.ModelOutputBytes > maxModelOutputBytes {
 		v.fail("limits.model_output_bytes", "must be at most %d (32 MiB)", maxModelOutputBytes)
 	}
+	v.positive("limits.subscriptions_per_workspace", c.Limits.SubscriptionsPerWorkspace)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "json", "text")
@@ -260,6 +261,12 @@ func (v *validator) outbox(o Outbox) {
 	v.positive("outbox.purge_interval_seconds", o.PurgeIntervalSeconds)
 	v.positive("outbox.purge_batch", o.PurgeBatch)
 	v.positive("outbox.purge_budget_seconds", o.PurgeBudgetSeconds)
+	v.positive("outbox.webhook_in_flight_per_subscription", o.WebhookInFlightPerSubscription)
+	v.positive("outbox.webhook_connect_timeout_seconds", o.WebhookConnectTimeoutSeconds)
+	v.positive("outbox.webhook_response_timeout_seconds", o.WebhookResponseTimeoutSeconds)
+	v.positive("outbox.webhook_slow_attempt_ms", o.WebhookSlowAttemptMS)
+	v.nonNegative("outbox.webhook_slow_attempts", o.WebhookSlowAttempts)
+	v.positive("outbox.webhook_endpoint_failures", o.WebhookEndpointFailures)
 	v.fields("outbox.defaults", reflect.ValueOf(o.Defaults))
 	for _, kind := range slices.Sorted(maps.Keys(o.ByKind)) {
 		if !slices.Contains(OutboxKinds, kind) {

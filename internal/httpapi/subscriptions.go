@@ -25,7 +25,8 @@ func NewSubscriptionHandlers(deps Deps) (*SubscriptionHandlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SubscriptionHandlers{svc: subscription.NewService(deps.Pool, deps.Keyring, policy)}, nil
+	svc := subscription.NewService(deps.Pool, deps.Keyring, policy, subscription.WithMaxPerWorkspace(deps.Config.Limits.SubscriptionsPerWorkspace))
+	return &SubscriptionHandlers{svc: svc}, nil
 }
 
 // ListSubscriptions lists the subscriptions of the key's workspace.

@@ -293,3 +293,29 @@ func TestSubscriptionsCreateReplay(t *testing.T) {
 	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT count(*) FROM subscription`).Scan(&n))
 	require.Equal(t, 1, n)
 }
+
+// TestSubscriptionsPerWorkspaceCap: a workspace holds at most
+// limits.subscriptions_per_workspace subscriptions (each one an endpoint the
+// shared sender calls); one more is 409 conflict naming the limit and is not
+// created, and a delete makes room.
+func TestSubscriptionsPerWorkspaceCap(t *testing.T) {
+	t.Parallel()
+	b := &subscriptionsBundle{providersBundle: setupProvidersWith(t, func(c *config.Config) { c.Limits.SubscriptionsPerWorkspace = 2 })}
+	body := map[string]any{"url": hookURL, "event_types": []string{"run.failed"}}
+	first, _ := b.mustSubscription(t, body)
+	b.mustSubscription(t, body)
+
+	status, out, _ := b.do(t, http.MethodPost, subscriptionsPath, body)
+	require.Equal(t, http.StatusConflict, status, out)
+	e := out["error"].(map[string]any)
+	require.Equal(t, "conflict", e["code"])
+	require.Contains(t, e["message"], "limits.subscriptions_per_workspace")
+	require.Contains(t, e["message"], "(2)")
+	status, list, _ := b.do(t, http.MethodGet, subscriptionsPath, nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, list["items"], 2, "the refused subscription was not created")
+
+	status, out, _ = b.do(t, http.MethodDelete, subscriptionsPath+"/"+first["id"].(string), nil, "If-Match", etag(first))
+	require.Equal(t, http.StatusNoContent, status, out)
+	b.mustSubscription(t, body)
+}

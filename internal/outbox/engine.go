@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +23,10 @@ const (
 	BackoffBase = 10 * time.Second
 	MaxBackoff  = time.Hour
 )
+
+// reclaimEvery is how often a pass waiting for its attempts claims again
+// when nothing else prompts it, for endpoints whose pause has ended.
+const reclaimEvery = time.Second
 
 // settleTimeout bounds the write of a batch of outcomes, which must happen even
 // while the sender stops.
@@ -41,15 +46,21 @@ type Engine struct {
 	metrics    *Metrics
 	deliverers map[string]Deliverer
 	wake       chan struct{}
+	// kicks wake the running pass of each kind (see drain).
+	kicks map[string]chan struct{}
 }
 
 // NewEngine returns an engine for this replica. Register each kind's deliverer
 // before the first pass.
 func NewEngine(pool *pgxpool.Pool, cfg config.Outbox, replica string, log *slog.Logger, m *Metrics) *Engine {
-	return &Engine{
+	e := &Engine{
 		pool: pool, q: db.New(), cfg: cfg, replica: replica, log: log, metrics: m,
-		deliverers: map[string]Deliverer{}, wake: make(chan struct{}, 1),
+		deliverers: map[string]Deliverer{}, wake: make(chan struct{}, 1), kicks: map[string]chan struct{}{},
 	}
+	for _, kind := range Kinds {
+		e.kicks[kind] = make(chan struct{}, 1)
+	}
+	return e
 }
 
 // Register sets the deliverer of kind. Kinds without one are left pending.
@@ -57,10 +68,19 @@ func (e *Engine) Register(kind string, d Deliverer) {
 	e.deliverers[kind] = d
 }
 
-// Wake asks for a deliver pass now rather than at the next interval.
+// Wake asks for a deliver pass now rather than at the next interval; a pass
+// already running claims again at once.
 func (e *Engine) Wake() {
+	signal(e.wake)
+	for _, kick := range e.kicks {
+		signal(kick)
+	}
+}
+
+// signal sends on c unless a signal is waiting already.
+func signal(c chan struct{}) {
 	select {
-	case e.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -86,45 +106,68 @@ func (e *Engine) Deliver(ctx context.Context) error {
 	return g.Wait()
 }
 
-// drain delivers kind until a claim finds fewer than batch due rows.
+// drain delivers kind until a claim finds fewer than batch due rows. For a
+// kind with isolation (webhooks) it goes on while its attempts run: rows held
+// back because their subscription had deliveries in flight are claimed as
+// soon as an outcome is recorded, and new rows as soon as the engine is
+// woken, so a pass never waits for its slowest attempt before it claims more.
 func (e *Engine) drain(ctx context.Context, kind string, d Deliverer) error {
 	p := e.cfg.Policy(kind)
+	iso := isolationOf(e.cfg, kind)
 	results := make(chan settlement, p.Batch)
+	recorded := make(chan struct{}, 1)
+	var unsettled atomic.Int64 // rows claimed whose outcome is not recorded yet
 	flushed := make(chan error, 1)
-	go func() { flushed <- e.flush(ctx, kind, results) }()
+	go func() {
+		flushed <- e.flush(ctx, kind, results, func(n int) {
+			unsettled.Add(-int64(n))
+			signal(recorded)
+		})
+	}()
 
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, p.Parallel)
+	l := newLanes(p.Parallel, iso)
 	err := func() error {
 		for ctx.Err() == nil {
-			rows, err := e.q.OutboxClaim(ctx, e.pool, db.OutboxClaimParams{Kind: kind, Batch: int32(p.Batch), LeaseSeconds: float64(p.LeaseSeconds)})
+			// Read before the claim: an outcome recorded while it runs may
+			// free rows the claim did not see; it signals recorded.
+			outstanding := unsettled.Load()
+			rows, err := e.claim(ctx, kind, p, iso)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				return fmt.Errorf("claim %s deliveries: %w", kind, err)
 			}
+			unsettled.Add(int64(len(rows)))
 			for _, row := range rows {
 				c := claimed(row)
 				if c.Attempt > p.MaxAttempts {
 					results <- expired(c, int(row.AttemptNumber))
 					continue
 				}
-				select {
-				case slots <- struct{}{}:
-				case <-ctx.Done():
+				lane, ok := l.enter(ctx, c.SubscriptionID)
+				if !ok {
 					results <- giveBack(c, int(row.AttemptNumber))
 					continue
 				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					defer func() { <-slots }()
-					results <- e.attempt(ctx, d, p, c, int(row.AttemptNumber))
+					results <- e.run(ctx, d, p, l, lane, c, int(row.AttemptNumber))
 				}()
 			}
-			if len(rows) < p.Batch {
+			if len(rows) == p.Batch {
+				continue
+			}
+			if iso.inFlight == 0 || (len(rows) == 0 && outstanding == 0) {
 				return nil
+			}
+			select {
+			case <-recorded:
+			case <-e.kicks[kind]:
+			case <-time.After(reclaimEvery):
+			case <-ctx.Done():
 			}
 		}
 		return nil
@@ -135,6 +178,39 @@ func (e *Engine) drain(ctx context.Context, kind string, d Deliverer) error {
 		err = ferr
 	}
 	return err
+}
+
+// run makes one attempt in the lane the caller entered. An attempt in a
+// parallel slot still running after the kind's slow threshold moves to a slow
+// place when one is free, giving its slot to the next row: an endpoint that
+// never answers holds a slow place, not a slot the healthy endpoints'
+// deliveries need.
+func (e *Engine) run(ctx context.Context, d Deliverer, p config.OutboxPolicy, l *lanes, lane lane, c Claimed, number int) settlement {
+	if lane == inSlot && l.slowAfter <= 0 {
+		defer l.leave(inSlot, c.SubscriptionID)
+		return e.attempt(ctx, d, p, c, number)
+	}
+	done := make(chan settlement, 1)
+	go func() { done <- e.attempt(ctx, d, p, c, number) }()
+	if lane == inSlot {
+		timer := time.NewTimer(l.slowAfter)
+		select {
+		case s := <-done:
+			timer.Stop()
+			l.leave(inSlot, c.SubscriptionID)
+			return s
+		case <-timer.C:
+		}
+		if !l.moveSlow() {
+			s := <-done
+			l.leave(inSlot, c.SubscriptionID)
+			return s
+		}
+		e.metrics.slowAttempt(c.Kind)
+	}
+	s := <-done
+	l.leave(inSlow, c.SubscriptionID)
+	return s
 }
 
 // attempt runs one delivery within its lease and turns what came of it into a
@@ -249,7 +325,9 @@ const maxSettleBatch = 256
 // flush writes settlements as they arrive, as many at a time as are waiting,
 // until results is closed. A failed write is logged and the rest go on: those
 // rows' leases end and they are delivered again (at least once).
-func (e *Engine) flush(ctx context.Context, kind string, results <-chan settlement) error {
+// recorded is called after each write with the number of outcomes it
+// handled, whether or not the write succeeded.
+func (e *Engine) flush(ctx context.Context, kind string, results <-chan settlement, recorded func(n int)) error {
 	var firstErr error
 	batch := make([]settlement, 0, maxSettleBatch)
 	for s := range results {
@@ -272,13 +350,17 @@ func (e *Engine) flush(ctx context.Context, kind string, results <-chan settleme
 				firstErr = err
 			}
 		}
+		recorded(len(batch))
 	}
 	return firstErr
 }
 
 // write records a batch of settlements in one statement and counts them.
 func (e *Engine) write(ctx context.Context, batch []settlement) error {
-	p := db.OutboxSettleParams{Replica: e.replica}
+	p := db.OutboxSettleParams{
+		Replica: e.replica, EndpointFailures: int32(e.cfg.WebhookEndpointFailures),
+		BackoffBaseSeconds: BackoffBase.Seconds(), MaxBackoffSeconds: MaxBackoff.Seconds(),
+	}
 	for _, s := range batch {
 		p.Ids = append(p.Ids, s.id)
 		p.Numbers = append(p.Numbers, int32(s.number))

@@ -27,6 +27,9 @@ type Metrics struct {
 	OldestDue  *prometheus.GaugeVec
 	DeadByKind *prometheus.GaugeVec
 	Attempts   *prometheus.CounterVec
+	// SlowAttempts counts the attempts that ran long enough to give their
+	// parallel slot to the next delivery (webhooks).
+	SlowAttempts *prometheus.CounterVec
 }
 
 // NewMetrics registers the outbox collectors with reg.
@@ -60,9 +63,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "svc_outbox_attempts_total",
 			Help: "Outbox delivery attempts this replica finished, by kind and result (delivered, failed, dead, cancelled, given_back, stale).",
 		}, []string{"kind", "result"}),
+		SlowAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_outbox_slow_attempts_total",
+			Help: "Outbox delivery attempts this replica ran past outbox.webhook_slow_attempt_ms and moved out of their parallel slot, by kind.",
+		}, []string{"kind"}),
 	}
-	reg.MustRegister(m.BacklogAlert, m.Dead, m.KindAlert, m.Pending, m.OldestDue, m.DeadByKind, m.Attempts)
+	reg.MustRegister(m.BacklogAlert, m.Dead, m.KindAlert, m.Pending, m.OldestDue, m.DeadByKind, m.Attempts, m.SlowAttempts)
 	return m
+}
+
+func (m *Metrics) slowAttempt(kind string) {
+	if m != nil {
+		m.SlowAttempts.WithLabelValues(kind).Inc()
+	}
 }
 
 func (m *Metrics) attempt(kind, result string) {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/audit"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
@@ -24,6 +25,9 @@ import (
 // another row (the subscription id is its associated data).
 var ErrSecretUnreadable = errors.New("subscription secret cannot be opened")
 
+// DefaultMaxPerWorkspace is the default of limits.subscriptions_per_workspace.
+const DefaultMaxPerWorkspace = 20
+
 // Service manages the webhook subscriptions of the caller's workspace. Each
 // method is one transaction; every one needs the admin permission.
 type Service struct {
@@ -31,16 +35,39 @@ type Service struct {
 	q      *db.Queries
 	ring   *keyring.Ring
 	policy *endpoint.Policy
+	// max bounds the subscriptions of one workspace.
+	max int
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithMaxPerWorkspace bounds the subscriptions of one workspace
+// (limits.subscriptions_per_workspace; DefaultMaxPerWorkspace). Zero or less
+// keeps the default.
+func WithMaxPerWorkspace(n int) Option {
+	return func(s *Service) {
+		if n > 0 {
+			s.max = n
+		}
+	}
 }
 
 // NewService returns a service over pool that checks endpoints with policy
 // and seals secrets with ring.
-func NewService(pool *pgxpool.Pool, ring *keyring.Ring, policy *endpoint.Policy) *Service {
-	return &Service{pool: pool, q: db.New(), ring: ring, policy: policy}
+func NewService(pool *pgxpool.Pool, ring *keyring.Ring, policy *endpoint.Policy, opts ...Option) *Service {
+	s := &Service{pool: pool, q: db.New(), ring: ring, policy: policy, max: DefaultMaxPerWorkspace}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
 }
 
 // Create creates a subscription and its signing secret, which the answer
-// carries: the only time it is shown, with rotation.
+// carries: the only time it is shown, with rotation. A workspace that has its
+// maximum of subscriptions already is refused with conflict; the creates of
+// one workspace are serialized for the count, so concurrent ones cannot pass
+// the maximum together.
 func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (WithSecret, error) {
 	if err := auth.Require(c, auth.PermAdmin); err != nil {
 		return WithSecret{}, err
@@ -63,6 +90,9 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (W
 	}
 	enabled := in.Enabled == nil || *in.Enabled
 	return dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (WithSecret, error) {
+		if err := s.checkRoom(ctx, tx, c.WorkspaceID); err != nil {
+			return WithSecret{}, err
+		}
 		row, err := s.q.SubscriptionInsert(ctx, tx, db.SubscriptionInsertParams{
 			ID: subID, WorkspaceID: c.WorkspaceID, Url: in.URL, EventTypes: types, Enabled: enabled,
 			Description: in.Description, Secret: sealed, CreatedByID: c.PrincipalID,
@@ -76,6 +106,23 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (W
 		}
 		return WithSecret{Subscription: subscriptionOf(row), Secret: secret}, nil
 	})
+}
+
+// checkRoom refuses a create when the workspace has s.max subscriptions. It
+// holds the workspace's create lock until tx ends.
+func (s *Service) checkRoom(ctx context.Context, tx pgx.Tx, workspaceID string) error {
+	if err := s.q.SubscriptionLockCreate(ctx, tx, workspaceID); err != nil {
+		return dbx.Translate(err, "subscription")
+	}
+	n, err := s.q.SubscriptionCount(ctx, tx, workspaceID)
+	if err != nil {
+		return dbx.Translate(err, "subscription")
+	}
+	if int(n) >= s.max {
+		return apperr.New(apperr.KindConflict, fmt.Sprintf(
+			"the workspace has %d webhook subscriptions, the most limits.subscriptions_per_workspace allows (%d); delete one before creating another", n, s.max))
+	}
+	return nil
 }
 
 // List lists the subscriptions of the caller's workspace, newest first.

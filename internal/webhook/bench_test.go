@@ -16,6 +16,7 @@ import (
 	"github.com/svcdev/svc/internal/config"
 
 	"github.com/svcdev/svc/internal/outbox"
+	"github.com/svcdev/svc/internal/subscription"
 	"github.com/svcdev/svc/internal/webhook"
 )
 
@@ -53,16 +54,21 @@ func benchmarkDeliver(b *testing.B, opts ...webhook.Option) {
 }
 
 // BenchmarkSustainedDelivery measures sustained webhook delivery through the
-// outbox engine: 20,000 due deliveries of one subscription, drained by one
-// replica's deliver pass (claims, the deliverer's subscription read, signing,
-// POSTs to a local receiver that answers 204, batched settlements), with the
-// default outbox settings and with batch and parallel raised. Reported in
-// deliveries/s. Needs TEST_DATABASE_URL.
+// outbox engine: 20,000 due deliveries, drained by one replica's deliver pass
+// (claims, the deliverer's subscription read, signing, POSTs to a local
+// receiver that answers 204, batched settlements), with the default outbox
+// settings and with batch and parallel raised. The deliveries belong to one
+// subscription (whose throughput the per-subscription in-flight bound caps)
+// or are spread over 50. Reported in deliveries/s. Needs TEST_DATABASE_URL.
 func BenchmarkSustainedDelivery(b *testing.B) {
 	for _, c := range []struct {
 		name            string
+		subs            int
 		batch, parallel int
-	}{{"defaults", 0, 0}, {"batch=256,parallel=16", 256, 16}, {"batch=256,parallel=32", 256, 32}} {
+	}{
+		{"subs=1,defaults", 1, 0, 0}, {"subs=50,defaults", 50, 0, 0},
+		{"subs=50,batch=256,parallel=16", 50, 256, 16}, {"subs=50,batch=256,parallel=32", 50, 256, 32},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			bundle := setup(b)
 			recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -73,7 +79,15 @@ func BenchmarkSustainedDelivery(b *testing.B) {
 			port, err := strconv.ParseUint(recv.URL[strings.LastIndexByte(recv.URL, ':')+1:], 10, 16)
 			require.NoError(b, err)
 			policy := loopback(uint16(port), newResolver())
-			sub, _ := bundle.subscribe(b, policy, "http://hooks.test:"+strconv.Itoa(int(port))+"/svc", webhook.AgentRevisionPublished)
+			svc := subscription.NewService(bundle.pool, bundle.ring, policy, subscription.WithMaxPerWorkspace(c.subs))
+			subs := make([]string, c.subs)
+			for i := range subs {
+				s, err := svc.Create(b.Context(), bundle.caller, subscription.CreateInput{
+					URL: "http://hooks.test:" + strconv.Itoa(int(port)) + "/svc", EventTypes: []string{webhook.AgentRevisionPublished},
+				})
+				require.NoError(b, err)
+				subs[i] = s.Subscription.ID
+			}
 			d := bundle.deliverer(b, policy)
 
 			cfg := config.Default().Outbox
@@ -88,9 +102,9 @@ func BenchmarkSustainedDelivery(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				_, err := bundle.pool.Exec(b.Context(), `INSERT INTO outbox (id, kind, workspace_id, subscription_id, event_type, payload)
-					SELECT 'dlv_' || lower(replace(gen_random_uuid()::text, '-', '')), 'webhook', $1, $2, $3,
+					SELECT 'dlv_' || lower(replace(gen_random_uuid()::text, '-', '')), 'webhook', $1, ($2::text[])[1 + g % cardinality($2::text[])], $3,
 						jsonb_build_object('type', $3::text, 'timestamp', now(), 'data', jsonb_build_object('agent_id', 'ag_' || g, 'revision', 1))
-					FROM generate_series(1, $4::int) g`, bundle.admin.WorkspaceID, sub, webhook.AgentRevisionPublished, perIter)
+					FROM generate_series(1, $4::int) g`, bundle.admin.WorkspaceID, subs, webhook.AgentRevisionPublished, perIter)
 				require.NoError(b, err)
 				b.StartTimer()
 				start := time.Now()
@@ -98,8 +112,9 @@ func BenchmarkSustainedDelivery(b *testing.B) {
 				elapsed += time.Since(start)
 			}
 			var pending int
-			require.NoError(b, bundle.pool.QueryRow(b.Context(), `SELECT count(*) FROM outbox WHERE status <> 'delivered'`).Scan(&pending))
-			require.Zero(b, pending, "every delivery was delivered")
+			var lastError *string
+			require.NoError(b, bundle.pool.QueryRow(b.Context(), `SELECT count(*), max(last_error) FROM outbox WHERE status <> 'delivered'`).Scan(&pending, &lastError))
+			require.Zero(b, pending, "every delivery was delivered (last error: %v)", lastError)
 			b.ReportMetric(float64(perIter*b.N)/elapsed.Seconds(), "deliveries/s")
 		})
 	}

@@ -24,10 +24,15 @@ import (
 	"github.com/svcdev/svc/internal/subscription"
 )
 
-// Time-outs of one webhook attempt, unless options say otherwise.
+// Time-outs of one webhook attempt, unless options say otherwise; the
+// process takes the first two from outbox.webhook_connect_timeout_seconds and
+// outbox.webhook_response_timeout_seconds.
 const (
 	// DefaultConnectTimeout bounds connecting to the endpoint.
-	DefaultConnectTimeout = 5 * time.Second
+	DefaultConnectTimeout = 3 * time.Second
+	// DefaultResponseTimeout bounds the wait for the first byte of the
+	// endpoint's answer, from the start of the attempt.
+	DefaultResponseTimeout = 10 * time.Second
 	// DefaultTimeout bounds the whole attempt: connecting, the TLS
 	// handshake, sending, the endpoint's answer and reading its snippet.
 	DefaultTimeout = 15 * time.Second
@@ -46,14 +51,22 @@ const (
 type Option func(*options)
 
 type options struct {
-	connectTimeout time.Duration
-	timeout        time.Duration
-	cacheTTL       time.Duration
+	connectTimeout  time.Duration
+	responseTimeout time.Duration
+	timeout         time.Duration
+	cacheTTL        time.Duration
 }
 
 // WithConnectTimeout bounds connecting to an endpoint (DefaultConnectTimeout).
 func WithConnectTimeout(d time.Duration) Option {
 	return func(o *options) { o.connectTimeout = d }
+}
+
+// WithResponseTimeout bounds the wait for the first byte of an endpoint's
+// answer, counted from the start of the attempt (DefaultResponseTimeout); the
+// whole attempt's time-out still caps it when shorter.
+func WithResponseTimeout(d time.Duration) Option {
+	return func(o *options) { o.responseTimeout = d }
 }
 
 // WithTimeout bounds a whole attempt (DefaultTimeout).
@@ -80,7 +93,9 @@ type Deliverer struct {
 	ring    *keyring.Ring
 	client  *http.Client
 	timeout time.Duration
-	cache   *subscriptionCache // nil: none
+	// firstByte bounds the wait for the answer's first byte (≤ timeout).
+	firstByte time.Duration
+	cache     *subscriptionCache // nil: none
 }
 
 var _ outbox.Deliverer = (*Deliverer)(nil)
@@ -89,12 +104,18 @@ var _ outbox.Deliverer = (*Deliverer)(nil)
 // their secrets with ring and calls endpoints through policy's guarded client
 // (no proxy, connect-time address checks, redirects not followed).
 func NewDeliverer(pool *pgxpool.Pool, ring *keyring.Ring, policy *endpoint.Policy, opts ...Option) *Deliverer {
-	o := options{connectTimeout: DefaultConnectTimeout, timeout: DefaultTimeout}
+	o := options{connectTimeout: DefaultConnectTimeout, responseTimeout: DefaultResponseTimeout, timeout: DefaultTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.responseTimeout <= 0 || o.responseTimeout > o.timeout {
+		o.responseTimeout = o.timeout
+	}
 	client := policy.HTTPClient(o.timeout, endpoint.FollowRedirects(false), endpoint.WithConnectTimeout(o.connectTimeout))
-	return &Deliverer{pool: pool, q: db.New(), ring: ring, client: client, timeout: o.timeout, cache: newSubscriptionCache(o.cacheTTL)}
+	return &Deliverer{
+		pool: pool, q: db.New(), ring: ring, client: client, timeout: o.timeout, firstByte: o.responseTimeout,
+		cache: newSubscriptionCache(o.cacheTTL),
+	}
 }
 
 // Close closes the idle connections to receivers.
@@ -191,7 +212,7 @@ func (d *Deliverer) post(ctx context.Context, url string, s Signed, body []byte)
 	req.Header.Set(HeaderID, s.ID)
 	req.Header.Set(HeaderTimestamp, s.Timestamp)
 	req.Header.Set(HeaderSignature, s.Signature)
-	resp, err := d.client.Do(req)
+	resp, err := d.do(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outbox.Failed(ctx.Err())
@@ -207,6 +228,46 @@ func (d *Deliverer) post(ctx context.Context, url string, s Signed, body []byte)
 		return outbox.Failed(ctx.Err())
 	}
 	return out
+}
+
+// errNoAnswer ends a request whose endpoint did not start its answer within
+// the deliverer's first-byte time-out.
+var errNoAnswer = errors.New("no answer within the response time-out")
+
+// do sends req, ended with errNoAnswer when the answer's first byte (the
+// response headers) has not come within d.firstByte. Once it has, the rest
+// of the answer has what is left of the whole attempt's time-out.
+func (d *Deliverer) do(ctx context.Context, req *http.Request) (*http.Response, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	timer := time.AfterFunc(d.firstByte, func() { cancel(errNoAnswer) })
+	resp, err := d.client.Do(req.WithContext(rctx))
+	if !timer.Stop() && err == nil {
+		// The timer fired as the answer came: too late to use it.
+		cancel(nil)
+		_ = resp.Body.Close()
+		return nil, errNoAnswer
+	}
+	if err != nil {
+		cancel(nil)
+		if errors.Is(context.Cause(rctx), errNoAnswer) && ctx.Err() == nil {
+			return nil, errNoAnswer
+		}
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(nil) }}
+	return resp, nil
+}
+
+// cancelOnClose releases a request's context when its answer is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // judge maps a status code to an outcome: only 2xx is delivered.
@@ -233,6 +294,8 @@ func (d *Deliverer) describe(err error) error {
 	var invalid x509.CertificateInvalidError
 	var ne interface{ Timeout() bool }
 	switch {
+	case errors.Is(err, errNoAnswer):
+		return &safeError{msg: fmt.Sprintf("the endpoint did not answer within %s", d.firstByte), cause: err}
 	case errors.As(err, &ce) && ce.Refused:
 		return &safeError{msg: refusal(ce.Msg), cause: err}
 	case errors.As(err, &ne) && ne.Timeout():

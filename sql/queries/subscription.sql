@@ -26,3 +26,13 @@ RETURNING *;
 
 -- name: SubscriptionDelete :exec
 DELETE FROM subscription WHERE id = @id;
+
+-- SubscriptionLockCreate serializes the creates of one workspace's
+-- subscriptions until the transaction ends, so the count that follows (a
+-- statement of its own, with a snapshot taken after the lock) sees every
+-- create committed before and the cap holds under concurrent creates.
+-- name: SubscriptionLockCreate :exec
+SELECT pg_advisory_xact_lock(hashtextextended('subscription_create:' || @workspace_id::text, 0));
+
+-- name: SubscriptionCount :one
+SELECT count(*)::int FROM subscription WHERE workspace_id = @workspace_id;
