@@ -148,6 +148,7 @@ const (
 	ErrorCodePreconditionRequired ErrorCode = "precondition_required"
 	ErrorCodeRangeNotSatisfiable  ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited          ErrorCode = "rate_limited"
+	ErrorCodeRequestTimeout       ErrorCode = "request_timeout"
 	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
 	ErrorCodeUnavailable          ErrorCode = "unavailable"
 	ErrorCodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
@@ -183,6 +184,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeRequestTimeout:
 		return true
 	case ErrorCodeUnauthenticated:
 		return true
@@ -1486,8 +1489,8 @@ type Error struct {
 	Error struct {
 		// Code Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 		// permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
-		// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-		// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+		// already_exists 409, conflict 409, disabled 409, request_timeout 408,
+		// precondition_failed 412, payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
 		// precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 		Code      ErrorCode                        `json:"code"`
 		Details   nullable.Nullable[[]ErrorDetail] `json:"details"`
@@ -1498,8 +1501,8 @@ type Error struct {
 
 // ErrorCode Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 // permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
-// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+// already_exists 409, conflict 409, disabled 409, request_timeout 408,
+// precondition_failed 412, payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
 // precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 type ErrorCode string
 
@@ -2721,6 +2724,9 @@ type PreconditionRequired = Error
 
 // RateLimited defines model for RateLimited.
 type RateLimited = Error
+
+// RequestTimeout defines model for RequestTimeout.
+type RequestTimeout = Error
 
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Error
@@ -7617,6 +7623,8 @@ type RateLimitedJSONResponse struct {
 	Headers RateLimitedResponseHeaders
 }
 
+type RequestTimeoutJSONResponse Error
+
 type UnauthenticatedJSONResponse Error
 
 type UnavailableJSONResponse Error
@@ -7849,6 +7857,20 @@ func (response CreateAgent406JSONResponse) VisitCreateAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateAgent408JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8175,6 +8197,20 @@ func (response UpdateAgent406JSONResponse) VisitUpdateAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateAgent408JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8686,6 +8722,20 @@ func (response PublishAgentRevision406JSONResponse) VisitPublishAgentRevisionRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response PublishAgentRevision408JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9297,6 +9347,20 @@ func (response CreateAPIKey406JSONResponse) VisitCreateAPIKeyResponse(w http.Res
 	return err
 }
 
+type CreateAPIKey408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateAPIKey408JSONResponse) VisitCreateAPIKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateAPIKey409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateAPIKey409JSONResponse) VisitCreateAPIKeyResponse(w http.ResponseWriter) error {
@@ -9763,6 +9827,20 @@ func (response UploadAsset406JSONResponse) VisitUploadAssetResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UploadAsset408JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10871,6 +10949,20 @@ func (response CreateConnection406JSONResponse) VisitCreateConnectionResponse(w 
 	return err
 }
 
+type CreateConnection408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateConnection408JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateConnection409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateConnection409JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
@@ -11207,6 +11299,20 @@ func (response UpdateConnection406JSONResponse) VisitUpdateConnectionResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateConnection408JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11890,6 +11996,20 @@ func (response CreateConnectorProvider406JSONResponse) VisitCreateConnectorProvi
 	return err
 }
 
+type CreateConnectorProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateConnectorProvider408JSONResponse) VisitCreateConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateConnectorProvider409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateConnectorProvider409JSONResponse) VisitCreateConnectorProviderResponse(w http.ResponseWriter) error {
@@ -12212,6 +12332,20 @@ func (response UpdateConnectorProvider406JSONResponse) VisitUpdateConnectorProvi
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnectorProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateConnectorProvider408JSONResponse) VisitUpdateConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12977,6 +13111,20 @@ func (response CreateEnvironmentProvider406JSONResponse) VisitCreateEnvironmentP
 	return err
 }
 
+type CreateEnvironmentProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateEnvironmentProvider408JSONResponse) VisitCreateEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateEnvironmentProvider409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateEnvironmentProvider409JSONResponse) VisitCreateEnvironmentProviderResponse(w http.ResponseWriter) error {
@@ -13299,6 +13447,20 @@ func (response UpdateEnvironmentProvider406JSONResponse) VisitUpdateEnvironmentP
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateEnvironmentProvider408JSONResponse) VisitUpdateEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13789,6 +13951,20 @@ func (response CreateEnvironmentTemplate406JSONResponse) VisitCreateEnvironmentT
 	return err
 }
 
+type CreateEnvironmentTemplate408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateEnvironmentTemplate408JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateEnvironmentTemplate409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateEnvironmentTemplate409JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
@@ -14111,6 +14287,20 @@ func (response UpdateEnvironmentTemplate406JSONResponse) VisitUpdateEnvironmentT
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateEnvironmentTemplate408JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14698,6 +14888,20 @@ func (response AcceptInvitation406JSONResponse) VisitAcceptInvitationResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response AcceptInvitation408JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15571,6 +15775,20 @@ func (response UpdateMember406JSONResponse) VisitUpdateMemberResponse(w http.Res
 	return err
 }
 
+type UpdateMember408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateMember408JSONResponse) VisitUpdateMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateMember409JSONResponse struct{ ConflictJSONResponse }
 
 func (response UpdateMember409JSONResponse) VisitUpdateMemberResponse(w http.ResponseWriter) error {
@@ -15916,6 +16134,20 @@ func (response CreateMemory406JSONResponse) VisitCreateMemoryResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateMemory408JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16408,6 +16640,20 @@ func (response UpdateMemory406JSONResponse) VisitUpdateMemoryResponse(w http.Res
 	return err
 }
 
+type UpdateMemory408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateMemory408JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateMemory412JSONResponse struct{ PreconditionFailedJSONResponse }
 
 func (response UpdateMemory412JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
@@ -16725,6 +16971,20 @@ func (response CreateMemoryProvider406JSONResponse) VisitCreateMemoryProviderRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemoryProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateMemoryProvider408JSONResponse) VisitCreateMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17051,6 +17311,20 @@ func (response UpdateMemoryProvider406JSONResponse) VisitUpdateMemoryProviderRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemoryProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateMemoryProvider408JSONResponse) VisitUpdateMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17527,6 +17801,20 @@ func (response CreateModelProvider406JSONResponse) VisitCreateModelProviderRespo
 	return err
 }
 
+type CreateModelProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateModelProvider408JSONResponse) VisitCreateModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateModelProvider409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateModelProvider409JSONResponse) VisitCreateModelProviderResponse(w http.ResponseWriter) error {
@@ -17849,6 +18137,20 @@ func (response UpdateModelProvider406JSONResponse) VisitUpdateModelProviderRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateModelProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateModelProvider408JSONResponse) VisitUpdateModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18339,6 +18641,20 @@ func (response CreateModel406JSONResponse) VisitCreateModelResponse(w http.Respo
 	return err
 }
 
+type CreateModel408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateModel408JSONResponse) VisitCreateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateModel409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateModel409JSONResponse) VisitCreateModelResponse(w http.ResponseWriter) error {
@@ -18661,6 +18977,20 @@ func (response UpdateModel406JSONResponse) VisitUpdateModelResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateModel408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateModel408JSONResponse) VisitUpdateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19026,6 +19356,20 @@ func (response CreateOrganizationInvitation406JSONResponse) VisitCreateOrganizat
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganizationInvitation408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateOrganizationInvitation408JSONResponse) VisitCreateOrganizationInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19478,6 +19822,20 @@ func (response StartRun406JSONResponse) VisitStartRunResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRun408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response StartRun408JSONResponse) VisitStartRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20199,6 +20557,20 @@ func (response CreateSkill406JSONResponse) VisitCreateSkillResponse(w http.Respo
 	return err
 }
 
+type CreateSkill408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateSkill408JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSkill409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateSkill409JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
@@ -20521,6 +20893,20 @@ func (response UpdateSkill406JSONResponse) VisitUpdateSkillResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateSkill408JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21032,6 +21418,20 @@ func (response PublishSkillRevision406JSONResponse) VisitPublishSkillRevisionRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response PublishSkillRevision408JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21643,6 +22043,20 @@ func (response CreateSubscription406JSONResponse) VisitCreateSubscriptionRespons
 	return err
 }
 
+type CreateSubscription408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateSubscription408JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSubscription409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateSubscription409JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
@@ -22113,6 +22527,20 @@ func (response UpdateSubscription406JSONResponse) VisitUpdateSubscriptionRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateSubscription408JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22750,6 +23178,20 @@ func (response CreateThread406JSONResponse) VisitCreateThreadResponse(w http.Res
 	return err
 }
 
+type CreateThread408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateThread408JSONResponse) VisitCreateThreadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateThread409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateThread409JSONResponse) VisitCreateThreadResponse(w http.ResponseWriter) error {
@@ -23190,6 +23632,20 @@ func (response PostThreadInput406JSONResponse) VisitPostThreadInputResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostThreadInput408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response PostThreadInput408JSONResponse) VisitPostThreadInputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23804,6 +24260,20 @@ func (response CreateWebProvider406JSONResponse) VisitCreateWebProviderResponse(
 	return err
 }
 
+type CreateWebProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateWebProvider408JSONResponse) VisitCreateWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebProvider409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateWebProvider409JSONResponse) VisitCreateWebProviderResponse(w http.ResponseWriter) error {
@@ -24126,6 +24596,20 @@ func (response UpdateWebProvider406JSONResponse) VisitUpdateWebProviderResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateWebProvider408JSONResponse) VisitUpdateWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24602,6 +25086,20 @@ func (response CreateWorkspace406JSONResponse) VisitCreateWorkspaceResponse(w ht
 	return err
 }
 
+type CreateWorkspace408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateWorkspace408JSONResponse) VisitCreateWorkspaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWorkspace409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateWorkspace409JSONResponse) VisitCreateWorkspaceResponse(w http.ResponseWriter) error {
@@ -24924,6 +25422,20 @@ func (response UpdateWorkspace406JSONResponse) VisitUpdateWorkspaceResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWorkspace408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateWorkspace408JSONResponse) VisitUpdateWorkspaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25275,6 +25787,20 @@ func (response CreateWorkspaceInvitation406JSONResponse) VisitCreateWorkspaceInv
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWorkspaceInvitation408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateWorkspaceInvitation408JSONResponse) VisitCreateWorkspaceInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }

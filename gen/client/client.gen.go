@@ -149,6 +149,7 @@ const (
 	ErrorCodePreconditionRequired ErrorCode = "precondition_required"
 	ErrorCodeRangeNotSatisfiable  ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited          ErrorCode = "rate_limited"
+	ErrorCodeRequestTimeout       ErrorCode = "request_timeout"
 	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
 	ErrorCodeUnavailable          ErrorCode = "unavailable"
 	ErrorCodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
@@ -184,6 +185,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeRequestTimeout:
 		return true
 	case ErrorCodeUnauthenticated:
 		return true
@@ -1487,8 +1490,8 @@ type Error struct {
 	Error struct {
 		// Code Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 		// permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
-		// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-		// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+		// already_exists 409, conflict 409, disabled 409, request_timeout 408,
+		// precondition_failed 412, payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
 		// precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 		Code      ErrorCode                        `json:"code"`
 		Details   nullable.Nullable[[]ErrorDetail] `json:"details"`
@@ -1499,8 +1502,8 @@ type Error struct {
 
 // ErrorCode Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 // permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
-// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+// already_exists 409, conflict 409, disabled 409, request_timeout 408,
+// precondition_failed 412, payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
 // precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 type ErrorCode string
 
@@ -2722,6 +2725,9 @@ type PreconditionRequired = Error
 
 // RateLimited defines model for RateLimited.
 type RateLimited = Error
+
+// RequestTimeout defines model for RequestTimeout.
+type RequestTimeout = Error
 
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Error
@@ -16380,6 +16386,8 @@ type CreateAgentResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -16426,6 +16434,11 @@ func (r CreateAgentResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateAgentResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateAgentResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -16616,6 +16629,8 @@ type UpdateAgentResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -16664,6 +16679,11 @@ func (r UpdateAgentResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateAgentResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateAgentResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -16977,6 +16997,8 @@ type PublishAgentRevisionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -17023,6 +17045,11 @@ func (r PublishAgentRevisionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r PublishAgentRevisionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -17427,6 +17454,8 @@ type CreateAPIKeyResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -17468,6 +17497,11 @@ func (r CreateAPIKeyResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateAPIKeyResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateAPIKeyResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -17768,6 +17802,8 @@ type UploadAssetResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -17809,6 +17845,11 @@ func (r UploadAssetResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UploadAssetResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UploadAssetResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -18541,6 +18582,8 @@ type CreateConnectionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -18587,6 +18630,11 @@ func (r CreateConnectionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateConnectionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateConnectionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -18784,6 +18832,8 @@ type UpdateConnectionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -18834,6 +18884,11 @@ func (r UpdateConnectionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateConnectionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateConnectionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -19270,6 +19325,8 @@ type CreateConnectorProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -19311,6 +19368,11 @@ func (r CreateConnectorProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateConnectorProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateConnectorProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -19501,6 +19563,8 @@ type UpdateConnectorProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -19551,6 +19615,11 @@ func (r UpdateConnectorProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateConnectorProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateConnectorProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -20062,6 +20131,8 @@ type CreateEnvironmentProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -20103,6 +20174,11 @@ func (r CreateEnvironmentProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateEnvironmentProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateEnvironmentProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -20293,6 +20369,8 @@ type UpdateEnvironmentProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -20343,6 +20421,11 @@ func (r UpdateEnvironmentProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateEnvironmentProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateEnvironmentProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -20641,6 +20724,8 @@ type CreateEnvironmentTemplateResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -20687,6 +20772,11 @@ func (r CreateEnvironmentTemplateResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateEnvironmentTemplateResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -20877,6 +20967,8 @@ type UpdateEnvironmentTemplateResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -20927,6 +21019,11 @@ func (r UpdateEnvironmentTemplateResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateEnvironmentTemplateResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -21319,6 +21416,8 @@ type AcceptInvitationResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -21353,6 +21452,11 @@ func (r AcceptInvitationResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r AcceptInvitationResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r AcceptInvitationResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -21952,6 +22056,8 @@ type UpdateMemberResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -22002,6 +22108,11 @@ func (r UpdateMemberResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateMemberResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateMemberResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -22196,6 +22307,8 @@ type CreateMemoryResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -22242,6 +22355,11 @@ func (r CreateMemoryResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateMemoryResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateMemoryResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -22543,6 +22661,8 @@ type UpdateMemoryResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -22591,6 +22711,11 @@ func (r UpdateMemoryResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateMemoryResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateMemoryResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -22778,6 +22903,8 @@ type CreateMemoryProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -22819,6 +22946,11 @@ func (r CreateMemoryProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateMemoryProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateMemoryProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23009,6 +23141,8 @@ type UpdateMemoryProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -23059,6 +23193,11 @@ func (r UpdateMemoryProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateMemoryProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateMemoryProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23355,6 +23494,8 @@ type CreateModelProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -23396,6 +23537,11 @@ func (r CreateModelProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateModelProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateModelProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23586,6 +23732,8 @@ type UpdateModelProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -23636,6 +23784,11 @@ func (r UpdateModelProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateModelProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateModelProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23934,6 +24087,8 @@ type CreateModelResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -23980,6 +24135,11 @@ func (r CreateModelResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateModelResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateModelResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -24170,6 +24330,8 @@ type UpdateModelResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -24220,6 +24382,11 @@ func (r UpdateModelResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateModelResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateModelResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -24462,6 +24629,8 @@ type CreateOrganizationInvitationResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -24508,6 +24677,11 @@ func (r CreateOrganizationInvitationResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateOrganizationInvitationResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateOrganizationInvitationResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -24795,6 +24969,8 @@ type StartRunResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -24841,6 +25017,11 @@ func (r StartRunResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r StartRunResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r StartRunResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -25330,6 +25511,8 @@ type CreateSkillResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -25376,6 +25559,11 @@ func (r CreateSkillResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateSkillResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateSkillResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -25566,6 +25754,8 @@ type UpdateSkillResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -25614,6 +25804,11 @@ func (r UpdateSkillResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateSkillResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateSkillResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -25927,6 +26122,8 @@ type PublishSkillRevisionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -25973,6 +26170,11 @@ func (r PublishSkillRevisionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r PublishSkillRevisionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -26377,6 +26579,8 @@ type CreateSubscriptionResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -26418,6 +26622,11 @@ func (r CreateSubscriptionResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateSubscriptionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -26712,6 +26921,8 @@ type UpdateSubscriptionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -26760,6 +26971,11 @@ func (r UpdateSubscriptionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateSubscriptionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -27170,6 +27386,8 @@ type CreateThreadResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -27216,6 +27434,11 @@ func (r CreateThreadResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateThreadResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateThreadResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -27498,6 +27721,8 @@ type PostThreadInputResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -27542,6 +27767,11 @@ func (r PostThreadInputResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r PostThreadInputResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PostThreadInputResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -27925,6 +28155,8 @@ type CreateWebProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -27966,6 +28198,11 @@ func (r CreateWebProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateWebProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateWebProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -28156,6 +28393,8 @@ type UpdateWebProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -28206,6 +28445,11 @@ func (r UpdateWebProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateWebProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateWebProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -28502,6 +28746,8 @@ type CreateWorkspaceResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -28543,6 +28789,11 @@ func (r CreateWorkspaceResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateWorkspaceResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateWorkspaceResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -28733,6 +28984,8 @@ type UpdateWorkspaceResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -28781,6 +29034,11 @@ func (r UpdateWorkspaceResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateWorkspaceResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateWorkspaceResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -28977,6 +29235,8 @@ type CreateWorkspaceInvitationResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -29023,6 +29283,11 @@ func (r CreateWorkspaceInvitationResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateWorkspaceInvitationResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateWorkspaceInvitationResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -31847,6 +32112,13 @@ func ParseCreateAgentResponse(rsp *http.Response) (*CreateAgentResponse, error) 
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -32077,6 +32349,13 @@ func ParseUpdateAgentResponse(rsp *http.Response) (*UpdateAgentResponse, error) 
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
@@ -32417,6 +32696,13 @@ func ParsePublishAgentRevisionResponse(rsp *http.Response) (*PublishAgentRevisio
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -32832,6 +33118,13 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33157,6 +33450,13 @@ func ParseUploadAssetResponse(rsp *http.Response) (*UploadAssetResponse, error) 
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -33948,6 +34248,13 @@ func ParseCreateConnectionResponse(rsp *http.Response) (*CreateConnectionRespons
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -34185,6 +34492,13 @@ func ParseUpdateConnectionResponse(rsp *http.Response) (*UpdateConnectionRespons
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -34645,6 +34959,13 @@ func ParseCreateConnectorProviderResponse(rsp *http.Response) (*CreateConnectorP
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -34875,6 +35196,13 @@ func ParseUpdateConnectorProviderResponse(rsp *http.Response) (*UpdateConnectorP
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -35389,6 +35717,13 @@ func ParseCreateEnvironmentProviderResponse(rsp *http.Response) (*CreateEnvironm
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -35619,6 +35954,13 @@ func ParseUpdateEnvironmentProviderResponse(rsp *http.Response) (*UpdateEnvironm
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -35943,6 +36285,13 @@ func ParseCreateEnvironmentTemplateResponse(rsp *http.Response) (*CreateEnvironm
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36173,6 +36522,13 @@ func ParseUpdateEnvironmentTemplateResponse(rsp *http.Response) (*UpdateEnvironm
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -36583,6 +36939,13 @@ func ParseAcceptInvitationResponse(rsp *http.Response) (*AcceptInvitationRespons
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -37177,6 +37540,13 @@ func ParseUpdateMemberResponse(rsp *http.Response) (*UpdateMemberResponse, error
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37404,6 +37774,13 @@ func ParseCreateMemoryResponse(rsp *http.Response) (*CreateMemoryResponse, error
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -37741,6 +38118,13 @@ func ParseUpdateMemoryResponse(rsp *http.Response) (*UpdateMemoryResponse, error
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37954,6 +38338,13 @@ func ParseCreateMemoryProviderResponse(rsp *http.Response) (*CreateMemoryProvide
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -38185,6 +38576,13 @@ func ParseUpdateMemoryProviderResponse(rsp *http.Response) (*UpdateMemoryProvide
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -38502,6 +38900,13 @@ func ParseCreateModelProviderResponse(rsp *http.Response) (*CreateModelProviderR
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -38732,6 +39137,13 @@ func ParseUpdateModelProviderResponse(rsp *http.Response) (*UpdateModelProviderR
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -39056,6 +39468,13 @@ func ParseCreateModelResponse(rsp *http.Response) (*CreateModelResponse, error) 
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39286,6 +39705,13 @@ func ParseUpdateModelResponse(rsp *http.Response) (*UpdateModelResponse, error) 
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -39547,6 +39973,13 @@ func ParseCreateOrganizationInvitationResponse(rsp *http.Response) (*CreateOrgan
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -39863,6 +40296,13 @@ func ParseStartRunResponse(rsp *http.Response) (*StartRunResponse, error) {
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Error
@@ -40356,6 +40796,13 @@ func ParseCreateSkillResponse(rsp *http.Response) (*CreateSkillResponse, error) 
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40586,6 +41033,13 @@ func ParseUpdateSkillResponse(rsp *http.Response) (*UpdateSkillResponse, error) 
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
@@ -40926,6 +41380,13 @@ func ParsePublishSkillRevisionResponse(rsp *http.Response) (*PublishSkillRevisio
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -41341,6 +41802,13 @@ func ParseCreateSubscriptionResponse(rsp *http.Response) (*CreateSubscriptionRes
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41669,6 +42137,13 @@ func ParseUpdateSubscriptionResponse(rsp *http.Response) (*UpdateSubscriptionRes
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
@@ -42098,6 +42573,13 @@ func ParseCreateThreadResponse(rsp *http.Response) (*CreateThreadResponse, error
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42406,6 +42888,13 @@ func ParsePostThreadInputResponse(rsp *http.Response) (*PostThreadInputResponse,
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Error
@@ -42787,6 +43276,13 @@ func ParseCreateWebProviderResponse(rsp *http.Response) (*CreateWebProviderRespo
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43017,6 +43513,13 @@ func ParseUpdateWebProviderResponse(rsp *http.Response) (*UpdateWebProviderRespo
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -43334,6 +43837,13 @@ func ParseCreateWorkspaceResponse(rsp *http.Response) (*CreateWorkspaceResponse,
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43565,6 +44075,13 @@ func ParseUpdateWorkspaceResponse(rsp *http.Response) (*UpdateWorkspaceResponse,
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43792,6 +44309,13 @@ func ParseCreateWorkspaceInvitationResponse(rsp *http.Response) (*CreateWorkspac
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict

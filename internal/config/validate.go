@@ -33,6 +33,10 @@ func (c *Config) Validate() error {
 	v.duration("server.shutdown_timeout", s.ShutdownTimeout)
 	v.duration("server.read_header_timeout", s.ReadHeaderTimeout)
 	v.duration("server.idle_timeout", s.IdleTimeout)
+	v.positive("server.max_header_bytes", s.MaxHeaderBytes)
+	v.duration("server.body_read_timeout", s.BodyReadTimeout)
+	v.positive64("server.body_min_bytes_per_second", s.BodyMinBytesPerSecond)
+	v.duration("server.unauthenticated_body_timeout", s.UnauthenticatedBodyTimeout)
 	v.prefixes("server.trusted_proxies", s.TrustedProxies)
 
 	d := c.Database
@@ -89,6 +93,8 @@ func (c *Config) Validate() error {
 	v.positive("limits.sign_in_per_account_per_minute", c.Limits.SignInPerAccountPerMinute)
 	v.positive("limits.sign_in_per_address_per_minute", c.Limits.SignInPerAddressPerMinute)
 	v.nonNegative("limits.api_requests_per_key_per_minute", c.Limits.APIRequestsPerKeyPerMinute)
+	v.positive64("limits.unauthenticated_body_bytes", c.Limits.UnauthenticatedBodyBytes)
+	v.positive("limits.unauthenticated_bodies", c.Limits.UnauthenticatedBodies)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "json", "text")
