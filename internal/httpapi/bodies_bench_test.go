@@ -29,10 +29,11 @@ const (
 //
 //   - "KeyedOperation": POST /api/v1/agents with a 1 MiB body (the largest
 //     JSON body) and no API key;
+//
 //   - "InvitationAcceptance": POST /api/v1/invitations/accept, which takes no
 //     key, with a 16,000-byte body (under every body limit).
 //
-//	make bench/bodies
+//     make bench/bodies
 func BenchmarkSlowBodies(b *testing.B) {
 	b.Run("KeyedOperation", func(b *testing.B) { benchSlowBodies(b, "/api/v1/agents", 1<<20) })
 	b.Run("InvitationAcceptance", func(b *testing.B) { benchSlowBodies(b, "/api/v1/invitations/accept", 16000) })
