@@ -10,7 +10,7 @@ GOTOOL := go tool -modfile=tools/go.mod
 # sqlc's parser uses cgo.
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test test/go bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs generate generate/api generate/sqlc check-generated vet fmt services clean
+.PHONY: all build run test test/go bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated vet fmt services clean
 
 all: build
 
@@ -57,6 +57,12 @@ bench/outbox:
 bench/streams: build
 	scripts/services.sh start
 	eval "$$(scripts/services.sh env)" && BENCH_SVC_BIN=$(CURDIR)/bin/svc go test -v -run '^$$' -bench BenchmarkThreadStreams -benchtime 1x -count 1 -timeout 20m ./internal/httpapi
+
+## bench/bodies: 200 slow request bodies without credentials on one control process
+## (how long they are held, how much the resident set grows)
+bench/bodies: build
+	scripts/services.sh start postgres redis
+	eval "$$(scripts/services.sh env)" && BENCH_SVC_BIN=$(CURDIR)/bin/svc go test -v -run '^$$' -bench BenchmarkSlowBodies -benchtime 1x -count 1 -timeout 10m ./internal/httpapi
 
 ## bench/runs: the runs engine on PostgreSQL and both object stores: overhead per
 ## step and its parts, 1,000 runs of 5 steps on one worker of 32 slots, and how

@@ -148,6 +148,7 @@ const (
 	ErrorCodePreconditionRequired ErrorCode = "precondition_required"
 	ErrorCodeRangeNotSatisfiable  ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited          ErrorCode = "rate_limited"
+	ErrorCodeRequestTimeout       ErrorCode = "request_timeout"
 	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
 	ErrorCodeUnavailable          ErrorCode = "unavailable"
 	ErrorCodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
@@ -183,6 +184,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeRequestTimeout:
 		return true
 	case ErrorCodeUnauthenticated:
 		return true
@@ -1486,8 +1489,8 @@ type Error struct {
 	Error struct {
 		// Code Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 		// permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
-		// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-		// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+		// already_exists 409, conflict 409, disabled 409, request_timeout 408,
+		// precondition_failed 412, payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
 		// precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 		Code      ErrorCode                        `json:"code"`
 		Details   nullable.Nullable[[]ErrorDetail] `json:"details"`
@@ -1498,8 +1501,8 @@ type Error struct {
 
 // ErrorCode Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 // permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
-// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+// already_exists 409, conflict 409, disabled 409, request_timeout 408,
+// precondition_failed 412, payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
 // precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 type ErrorCode string
 
@@ -2721,6 +2724,9 @@ type PreconditionRequired = Error
 
 // RateLimited defines model for RateLimited.
 type RateLimited = Error
+
+// RequestTimeout defines model for RequestTimeout.
+type RequestTimeout = Error
 
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Error
@@ -7637,6 +7643,8 @@ type RateLimitedJSONResponse struct {
 	Headers RateLimitedResponseHeaders
 }
 
+type RequestTimeoutJSONResponse Error
+
 type UnauthenticatedJSONResponse Error
 
 type UnavailableJSONResponse Error
@@ -7869,6 +7877,20 @@ func (response CreateAgent406JSONResponse) VisitCreateAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateAgent408JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8209,6 +8231,20 @@ func (response UpdateAgent406JSONResponse) VisitUpdateAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateAgent408JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8734,6 +8770,20 @@ func (response PublishAgentRevision406JSONResponse) VisitPublishAgentRevisionRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishAgentRevision408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response PublishAgentRevision408JSONResponse) VisitPublishAgentRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9373,6 +9423,20 @@ func (response CreateAPIKey406JSONResponse) VisitCreateAPIKeyResponse(w http.Res
 	return err
 }
 
+type CreateAPIKey408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateAPIKey408JSONResponse) VisitCreateAPIKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateAPIKey409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateAPIKey409JSONResponse) VisitCreateAPIKeyResponse(w http.ResponseWriter) error {
@@ -9853,6 +9917,20 @@ func (response UploadAsset406JSONResponse) VisitUploadAssetResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAsset408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UploadAsset408JSONResponse) VisitUploadAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11003,6 +11081,20 @@ func (response CreateConnection406JSONResponse) VisitCreateConnectionResponse(w 
 	return err
 }
 
+type CreateConnection408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateConnection408JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateConnection409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateConnection409JSONResponse) VisitCreateConnectionResponse(w http.ResponseWriter) error {
@@ -11339,6 +11431,20 @@ func (response UpdateConnection406JSONResponse) VisitUpdateConnectionResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnection408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateConnection408JSONResponse) VisitUpdateConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12022,6 +12128,20 @@ func (response CreateConnectorProvider406JSONResponse) VisitCreateConnectorProvi
 	return err
 }
 
+type CreateConnectorProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateConnectorProvider408JSONResponse) VisitCreateConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateConnectorProvider409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateConnectorProvider409JSONResponse) VisitCreateConnectorProviderResponse(w http.ResponseWriter) error {
@@ -12358,6 +12478,20 @@ func (response UpdateConnectorProvider406JSONResponse) VisitUpdateConnectorProvi
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConnectorProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateConnectorProvider408JSONResponse) VisitUpdateConnectorProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13137,6 +13271,20 @@ func (response CreateEnvironmentProvider406JSONResponse) VisitCreateEnvironmentP
 	return err
 }
 
+type CreateEnvironmentProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateEnvironmentProvider408JSONResponse) VisitCreateEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateEnvironmentProvider409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateEnvironmentProvider409JSONResponse) VisitCreateEnvironmentProviderResponse(w http.ResponseWriter) error {
@@ -13473,6 +13621,20 @@ func (response UpdateEnvironmentProvider406JSONResponse) VisitUpdateEnvironmentP
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateEnvironmentProvider408JSONResponse) VisitUpdateEnvironmentProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13977,6 +14139,20 @@ func (response CreateEnvironmentTemplate406JSONResponse) VisitCreateEnvironmentT
 	return err
 }
 
+type CreateEnvironmentTemplate408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateEnvironmentTemplate408JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateEnvironmentTemplate409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateEnvironmentTemplate409JSONResponse) VisitCreateEnvironmentTemplateResponse(w http.ResponseWriter) error {
@@ -14313,6 +14489,20 @@ func (response UpdateEnvironmentTemplate406JSONResponse) VisitUpdateEnvironmentT
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEnvironmentTemplate408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateEnvironmentTemplate408JSONResponse) VisitUpdateEnvironmentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14928,6 +15118,20 @@ func (response AcceptInvitation406JSONResponse) VisitAcceptInvitationResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response AcceptInvitation408JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15857,6 +16061,20 @@ func (response UpdateMember406JSONResponse) VisitUpdateMemberResponse(w http.Res
 	return err
 }
 
+type UpdateMember408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateMember408JSONResponse) VisitUpdateMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateMember409JSONResponse struct{ ConflictJSONResponse }
 
 func (response UpdateMember409JSONResponse) VisitUpdateMemberResponse(w http.ResponseWriter) error {
@@ -16202,6 +16420,20 @@ func (response CreateMemory406JSONResponse) VisitCreateMemoryResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateMemory408JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16722,6 +16954,20 @@ func (response UpdateMemory406JSONResponse) VisitUpdateMemoryResponse(w http.Res
 	return err
 }
 
+type UpdateMemory408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateMemory408JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateMemory412JSONResponse struct{ PreconditionFailedJSONResponse }
 
 func (response UpdateMemory412JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
@@ -17039,6 +17285,20 @@ func (response CreateMemoryProvider406JSONResponse) VisitCreateMemoryProviderRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemoryProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateMemoryProvider408JSONResponse) VisitCreateMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17379,6 +17639,20 @@ func (response UpdateMemoryProvider406JSONResponse) VisitUpdateMemoryProviderRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemoryProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateMemoryProvider408JSONResponse) VisitUpdateMemoryProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17869,6 +18143,20 @@ func (response CreateModelProvider406JSONResponse) VisitCreateModelProviderRespo
 	return err
 }
 
+type CreateModelProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateModelProvider408JSONResponse) VisitCreateModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateModelProvider409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateModelProvider409JSONResponse) VisitCreateModelProviderResponse(w http.ResponseWriter) error {
@@ -18205,6 +18493,20 @@ func (response UpdateModelProvider406JSONResponse) VisitUpdateModelProviderRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateModelProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateModelProvider408JSONResponse) VisitUpdateModelProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18709,6 +19011,20 @@ func (response CreateModel406JSONResponse) VisitCreateModelResponse(w http.Respo
 	return err
 }
 
+type CreateModel408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateModel408JSONResponse) VisitCreateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateModel409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateModel409JSONResponse) VisitCreateModelResponse(w http.ResponseWriter) error {
@@ -19045,6 +19361,20 @@ func (response UpdateModel406JSONResponse) VisitUpdateModelResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateModel408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateModel408JSONResponse) VisitUpdateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19410,6 +19740,20 @@ func (response CreateOrganizationInvitation406JSONResponse) VisitCreateOrganizat
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganizationInvitation408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateOrganizationInvitation408JSONResponse) VisitCreateOrganizationInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19876,6 +20220,20 @@ func (response StartRun406JSONResponse) VisitStartRunResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRun408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response StartRun408JSONResponse) VisitStartRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20625,6 +20983,20 @@ func (response CreateSkill406JSONResponse) VisitCreateSkillResponse(w http.Respo
 	return err
 }
 
+type CreateSkill408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateSkill408JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSkill409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateSkill409JSONResponse) VisitCreateSkillResponse(w http.ResponseWriter) error {
@@ -20961,6 +21333,20 @@ func (response UpdateSkill406JSONResponse) VisitUpdateSkillResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSkill408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateSkill408JSONResponse) VisitUpdateSkillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21486,6 +21872,20 @@ func (response PublishSkillRevision406JSONResponse) VisitPublishSkillRevisionRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishSkillRevision408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response PublishSkillRevision408JSONResponse) VisitPublishSkillRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22125,6 +22525,20 @@ func (response CreateSubscription406JSONResponse) VisitCreateSubscriptionRespons
 	return err
 }
 
+type CreateSubscription408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateSubscription408JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSubscription409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateSubscription409JSONResponse) VisitCreateSubscriptionResponse(w http.ResponseWriter) error {
@@ -22623,6 +23037,20 @@ func (response UpdateSubscription406JSONResponse) VisitUpdateSubscriptionRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSubscription408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateSubscription408JSONResponse) VisitUpdateSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23288,6 +23716,20 @@ func (response CreateThread406JSONResponse) VisitCreateThreadResponse(w http.Res
 	return err
 }
 
+type CreateThread408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateThread408JSONResponse) VisitCreateThreadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateThread409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateThread409JSONResponse) VisitCreateThreadResponse(w http.ResponseWriter) error {
@@ -23742,6 +24184,20 @@ func (response PostThreadInput406JSONResponse) VisitPostThreadInputResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostThreadInput408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response PostThreadInput408JSONResponse) VisitPostThreadInputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24356,6 +24812,20 @@ func (response CreateWebProvider406JSONResponse) VisitCreateWebProviderResponse(
 	return err
 }
 
+type CreateWebProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateWebProvider408JSONResponse) VisitCreateWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebProvider409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateWebProvider409JSONResponse) VisitCreateWebProviderResponse(w http.ResponseWriter) error {
@@ -24692,6 +25162,20 @@ func (response UpdateWebProvider406JSONResponse) VisitUpdateWebProviderResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebProvider408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateWebProvider408JSONResponse) VisitUpdateWebProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25182,6 +25666,20 @@ func (response CreateWorkspace406JSONResponse) VisitCreateWorkspaceResponse(w ht
 	return err
 }
 
+type CreateWorkspace408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateWorkspace408JSONResponse) VisitCreateWorkspaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWorkspace409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateWorkspace409JSONResponse) VisitCreateWorkspaceResponse(w http.ResponseWriter) error {
@@ -25518,6 +26016,20 @@ func (response UpdateWorkspace406JSONResponse) VisitUpdateWorkspaceResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWorkspace408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateWorkspace408JSONResponse) VisitUpdateWorkspaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25869,6 +26381,20 @@ func (response CreateWorkspaceInvitation406JSONResponse) VisitCreateWorkspaceInv
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWorkspaceInvitation408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateWorkspaceInvitation408JSONResponse) VisitCreateWorkspaceInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }

@@ -149,6 +149,7 @@ const (
 	ErrorCodePreconditionRequired ErrorCode = "precondition_required"
 	ErrorCodeRangeNotSatisfiable  ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited          ErrorCode = "rate_limited"
+	ErrorCodeRequestTimeout       ErrorCode = "request_timeout"
 	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
 	ErrorCodeUnavailable          ErrorCode = "unavailable"
 	ErrorCodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
@@ -184,6 +185,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeRequestTimeout:
 		return true
 	case ErrorCodeUnauthenticated:
 		return true
@@ -1487,8 +1490,8 @@ type Error struct {
 	Error struct {
 		// Code Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 		// permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
-		// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-		// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+		// already_exists 409, conflict 409, disabled 409, request_timeout 408,
+		// precondition_failed 412, payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
 		// precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 		Code      ErrorCode                        `json:"code"`
 		Details   nullable.Nullable[[]ErrorDetail] `json:"details"`
@@ -1499,8 +1502,8 @@ type Error struct {
 
 // ErrorCode Machine-readable error code. Statuses: invalid_argument 400, unauthenticated 401,
 // permission_denied 403, not_found 404, method_not_allowed 405, not_acceptable 406,
-// already_exists 409, conflict 409, disabled 409, precondition_failed 412,
-// payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
+// already_exists 409, conflict 409, disabled 409, request_timeout 408,
+// precondition_failed 412, payload_too_large 413, unsupported_media_type 415, range_not_satisfiable 416,
 // precondition_required 428, rate_limited 429, internal 500, unavailable 503.
 type ErrorCode string
 
@@ -2722,6 +2725,9 @@ type PreconditionRequired = Error
 
 // RateLimited defines model for RateLimited.
 type RateLimited = Error
+
+// RequestTimeout defines model for RequestTimeout.
+type RequestTimeout = Error
 
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Error
@@ -16434,6 +16440,8 @@ type CreateAgentResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -16480,6 +16488,11 @@ func (r CreateAgentResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateAgentResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateAgentResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -16677,6 +16690,8 @@ type UpdateAgentResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -16725,6 +16740,11 @@ func (r UpdateAgentResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateAgentResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateAgentResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -17045,6 +17065,8 @@ type PublishAgentRevisionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -17091,6 +17113,11 @@ func (r PublishAgentRevisionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r PublishAgentRevisionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PublishAgentRevisionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -17509,6 +17536,8 @@ type CreateAPIKeyResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -17550,6 +17579,11 @@ func (r CreateAPIKeyResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateAPIKeyResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateAPIKeyResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -17857,6 +17891,8 @@ type UploadAssetResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -17898,6 +17934,11 @@ func (r UploadAssetResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UploadAssetResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UploadAssetResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -18651,6 +18692,8 @@ type CreateConnectionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -18697,6 +18740,11 @@ func (r CreateConnectionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateConnectionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateConnectionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -18894,6 +18942,8 @@ type UpdateConnectionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -18944,6 +18994,11 @@ func (r UpdateConnectionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateConnectionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateConnectionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -19380,6 +19435,8 @@ type CreateConnectorProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -19421,6 +19478,11 @@ func (r CreateConnectorProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateConnectorProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateConnectorProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -19618,6 +19680,8 @@ type UpdateConnectorProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -19668,6 +19732,11 @@ func (r UpdateConnectorProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateConnectorProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateConnectorProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -20186,6 +20255,8 @@ type CreateEnvironmentProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -20227,6 +20298,11 @@ func (r CreateEnvironmentProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateEnvironmentProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateEnvironmentProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -20424,6 +20500,8 @@ type UpdateEnvironmentProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -20474,6 +20552,11 @@ func (r UpdateEnvironmentProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateEnvironmentProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateEnvironmentProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -20779,6 +20862,8 @@ type CreateEnvironmentTemplateResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -20825,6 +20910,11 @@ func (r CreateEnvironmentTemplateResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateEnvironmentTemplateResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateEnvironmentTemplateResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -21022,6 +21112,8 @@ type UpdateEnvironmentTemplateResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -21072,6 +21164,11 @@ func (r UpdateEnvironmentTemplateResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateEnvironmentTemplateResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateEnvironmentTemplateResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -21478,6 +21575,8 @@ type AcceptInvitationResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -21512,6 +21611,11 @@ func (r AcceptInvitationResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r AcceptInvitationResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r AcceptInvitationResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -22139,6 +22243,8 @@ type UpdateMemberResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -22189,6 +22295,11 @@ func (r UpdateMemberResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateMemberResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateMemberResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -22383,6 +22494,8 @@ type CreateMemoryResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -22429,6 +22542,11 @@ func (r CreateMemoryResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateMemoryResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateMemoryResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -22744,6 +22862,8 @@ type UpdateMemoryResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -22792,6 +22912,11 @@ func (r UpdateMemoryResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateMemoryResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateMemoryResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -22979,6 +23104,8 @@ type CreateMemoryProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -23020,6 +23147,11 @@ func (r CreateMemoryProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateMemoryProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateMemoryProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23217,6 +23349,8 @@ type UpdateMemoryProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -23267,6 +23401,11 @@ func (r UpdateMemoryProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateMemoryProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateMemoryProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23570,6 +23709,8 @@ type CreateModelProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -23611,6 +23752,11 @@ func (r CreateModelProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateModelProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateModelProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23808,6 +23954,8 @@ type UpdateModelProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -23858,6 +24006,11 @@ func (r UpdateModelProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateModelProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateModelProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -24163,6 +24316,8 @@ type CreateModelResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -24209,6 +24364,11 @@ func (r CreateModelResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateModelResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateModelResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -24406,6 +24566,8 @@ type UpdateModelResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -24456,6 +24618,11 @@ func (r UpdateModelResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateModelResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateModelResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -24698,6 +24865,8 @@ type CreateOrganizationInvitationResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -24744,6 +24913,11 @@ func (r CreateOrganizationInvitationResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateOrganizationInvitationResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateOrganizationInvitationResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -25038,6 +25212,8 @@ type StartRunResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -25084,6 +25260,11 @@ func (r StartRunResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r StartRunResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r StartRunResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -25587,6 +25768,8 @@ type CreateSkillResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -25633,6 +25816,11 @@ func (r CreateSkillResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateSkillResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateSkillResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -25830,6 +26018,8 @@ type UpdateSkillResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -25878,6 +26068,11 @@ func (r UpdateSkillResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateSkillResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateSkillResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -26198,6 +26393,8 @@ type PublishSkillRevisionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -26244,6 +26441,11 @@ func (r PublishSkillRevisionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r PublishSkillRevisionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PublishSkillRevisionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -26662,6 +26864,8 @@ type CreateSubscriptionResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -26703,6 +26907,11 @@ func (r CreateSubscriptionResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateSubscriptionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateSubscriptionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -27011,6 +27220,8 @@ type UpdateSubscriptionResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -27059,6 +27270,11 @@ func (r UpdateSubscriptionResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateSubscriptionResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -27483,6 +27699,8 @@ type CreateThreadResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -27529,6 +27747,11 @@ func (r CreateThreadResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateThreadResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateThreadResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -27818,6 +28041,8 @@ type PostThreadInputResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -27862,6 +28087,11 @@ func (r PostThreadInputResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r PostThreadInputResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PostThreadInputResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -28245,6 +28475,8 @@ type CreateWebProviderResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -28286,6 +28518,11 @@ func (r CreateWebProviderResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateWebProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateWebProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -28483,6 +28720,8 @@ type UpdateWebProviderResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -28533,6 +28772,11 @@ func (r UpdateWebProviderResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateWebProviderResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateWebProviderResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -28836,6 +29080,8 @@ type CreateWorkspaceResponse struct {
 	JSON403 *PermissionDenied
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -28877,6 +29123,11 @@ func (r CreateWorkspaceResponse) GetJSON403() *PermissionDenied {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateWorkspaceResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateWorkspaceResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -29074,6 +29325,8 @@ type UpdateWorkspaceResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *PreconditionFailed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -29122,6 +29375,11 @@ func (r UpdateWorkspaceResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r UpdateWorkspaceResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateWorkspaceResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
@@ -29318,6 +29576,8 @@ type CreateWorkspaceInvitationResponse struct {
 	JSON404 *NotFound
 	// JSON406 the response for an HTTP 406 `application/json` response
 	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -29364,6 +29624,11 @@ func (r CreateWorkspaceInvitationResponse) GetJSON404() *NotFound {
 // GetJSON406 returns the response for an HTTP 406 `application/json` response
 func (r CreateWorkspaceInvitationResponse) GetJSON406() *NotAcceptable {
 	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateWorkspaceInvitationResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -32196,6 +32461,13 @@ func ParseCreateAgentResponse(rsp *http.Response) (*CreateAgentResponse, error) 
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -32433,6 +32705,13 @@ func ParseUpdateAgentResponse(rsp *http.Response) (*UpdateAgentResponse, error) 
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
@@ -32780,6 +33059,13 @@ func ParsePublishAgentRevisionResponse(rsp *http.Response) (*PublishAgentRevisio
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -33209,6 +33495,13 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33541,6 +33834,13 @@ func ParseUploadAssetResponse(rsp *http.Response) (*UploadAssetResponse, error) 
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -34353,6 +34653,13 @@ func ParseCreateConnectionResponse(rsp *http.Response) (*CreateConnectionRespons
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -34590,6 +34897,13 @@ func ParseUpdateConnectionResponse(rsp *http.Response) (*UpdateConnectionRespons
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -35050,6 +35364,13 @@ func ParseCreateConnectorProviderResponse(rsp *http.Response) (*CreateConnectorP
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -35287,6 +35608,13 @@ func ParseUpdateConnectorProviderResponse(rsp *http.Response) (*UpdateConnectorP
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -35808,6 +36136,13 @@ func ParseCreateEnvironmentProviderResponse(rsp *http.Response) (*CreateEnvironm
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36045,6 +36380,13 @@ func ParseUpdateEnvironmentProviderResponse(rsp *http.Response) (*UpdateEnvironm
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -36376,6 +36718,13 @@ func ParseCreateEnvironmentTemplateResponse(rsp *http.Response) (*CreateEnvironm
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36613,6 +36962,13 @@ func ParseUpdateEnvironmentTemplateResponse(rsp *http.Response) (*UpdateEnvironm
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -37037,6 +37393,13 @@ func ParseAcceptInvitationResponse(rsp *http.Response) (*AcceptInvitationRespons
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -37659,6 +38022,13 @@ func ParseUpdateMemberResponse(rsp *http.Response) (*UpdateMemberResponse, error
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37886,6 +38256,13 @@ func ParseCreateMemoryResponse(rsp *http.Response) (*CreateMemoryResponse, error
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -38237,6 +38614,13 @@ func ParseUpdateMemoryResponse(rsp *http.Response) (*UpdateMemoryResponse, error
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -38450,6 +38834,13 @@ func ParseCreateMemoryProviderResponse(rsp *http.Response) (*CreateMemoryProvide
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -38688,6 +39079,13 @@ func ParseUpdateMemoryProviderResponse(rsp *http.Response) (*UpdateMemoryProvide
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -39012,6 +39410,13 @@ func ParseCreateModelProviderResponse(rsp *http.Response) (*CreateModelProviderR
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39249,6 +39654,13 @@ func ParseUpdateModelProviderResponse(rsp *http.Response) (*UpdateModelProviderR
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -39580,6 +39992,13 @@ func ParseCreateModelResponse(rsp *http.Response) (*CreateModelResponse, error) 
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39817,6 +40236,13 @@ func ParseUpdateModelResponse(rsp *http.Response) (*UpdateModelResponse, error) 
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -40078,6 +40504,13 @@ func ParseCreateOrganizationInvitationResponse(rsp *http.Response) (*CreateOrgan
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -40401,6 +40834,13 @@ func ParseStartRunResponse(rsp *http.Response) (*StartRunResponse, error) {
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Error
@@ -40908,6 +41348,13 @@ func ParseCreateSkillResponse(rsp *http.Response) (*CreateSkillResponse, error) 
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41145,6 +41592,13 @@ func ParseUpdateSkillResponse(rsp *http.Response) (*UpdateSkillResponse, error) 
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
@@ -41492,6 +41946,13 @@ func ParsePublishSkillRevisionResponse(rsp *http.Response) (*PublishSkillRevisio
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -41921,6 +42382,13 @@ func ParseCreateSubscriptionResponse(rsp *http.Response) (*CreateSubscriptionRes
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42263,6 +42731,13 @@ func ParseUpdateSubscriptionResponse(rsp *http.Response) (*UpdateSubscriptionRes
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
@@ -42706,6 +43181,13 @@ func ParseCreateThreadResponse(rsp *http.Response) (*CreateThreadResponse, error
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43021,6 +43503,13 @@ func ParsePostThreadInputResponse(rsp *http.Response) (*PostThreadInputResponse,
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Error
@@ -43402,6 +43891,13 @@ func ParseCreateWebProviderResponse(rsp *http.Response) (*CreateWebProviderRespo
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43639,6 +44135,13 @@ func ParseUpdateWebProviderResponse(rsp *http.Response) (*UpdateWebProviderRespo
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -43963,6 +44466,13 @@ func ParseCreateWorkspaceResponse(rsp *http.Response) (*CreateWorkspaceResponse,
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44201,6 +44711,13 @@ func ParseUpdateWorkspaceResponse(rsp *http.Response) (*UpdateWorkspaceResponse,
 		}
 		response.JSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44428,6 +44945,13 @@ func ParseCreateWorkspaceInvitationResponse(rsp *http.Response) (*CreateWorkspac
 			return nil, err
 		}
 		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict

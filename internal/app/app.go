@@ -42,6 +42,7 @@ import (
 	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/reqbody"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/stream"
@@ -207,6 +208,13 @@ func (a *App) Start(ctx context.Context) error {
 	handler, err := httpapi.New(httpapi.Options{
 		Control: a.role.Control(), Health: a.Health, Log: a.log, Metrics: a.Metrics,
 		RequestBytes: a.cfg.Limits.RequestBytes,
+		Bodies: reqbody.Limits{
+			Grace:                  a.cfg.Server.BodyReadTimeout,
+			MinBytesPerSecond:      a.cfg.Server.BodyMinBytesPerSecond,
+			UnauthenticatedTimeout: a.cfg.Server.UnauthenticatedBodyTimeout,
+			UnauthenticatedBytes:   a.cfg.Limits.UnauthenticatedBodyBytes,
+			UnauthenticatedBodies:  a.cfg.Limits.UnauthenticatedBodies,
+		},
 		Deps: httpapi.Deps{Config: a.cfg, Log: a.log, Pool: a.Pool, Keyring: a.Keyring, Auth: a.Auth, Redis: a.Redis,
 			Types: a.Types, ReplicaID: a.ReplicaID,
 			References: refs.Workspace{Types: a.Types, Connections: a.Connections,
@@ -219,11 +227,14 @@ func (a *App) Start(ctx context.Context) error {
 	if a.ln, err = net.Listen("tcp", a.cfg.Server.Listen); err != nil {
 		return fmt.Errorf("listen on server.listen %q: %w", a.cfg.Server.Listen, err)
 	}
+	// No ReadTimeout or WriteTimeout: a body's read deadline is set per
+	// request, from its credentials and its progress (package reqbody), and
+	// streams of events last as long as their clients stay.
 	a.httpSrv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: a.cfg.Server.ReadHeaderTimeout,
 		IdleTimeout:       a.cfg.Server.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    a.cfg.Server.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	go func() { a.serveErr <- serve(a.httpSrv, a.ln) }()
@@ -233,7 +244,8 @@ func (a *App) Start(ctx context.Context) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", a.Metrics.Handler())
-		a.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		a.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: a.cfg.Server.ReadHeaderTimeout,
+			IdleTimeout: a.cfg.Server.IdleTimeout, MaxHeaderBytes: a.cfg.Server.MaxHeaderBytes}
 		go func() { a.serveErr <- serve(a.metricsSrv, a.metricsLn) }()
 	}
 

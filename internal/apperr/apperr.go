@@ -25,6 +25,7 @@ const (
 	KindConflict                         // conflict 409: the state does not allow it
 	KindDisabled                         // disabled 409: the resource is disabled
 	KindPreconditionFailed               // precondition_failed 412: stale If-Match
+	KindRequestTimeout                   // request_timeout 408: the body did not arrive in time
 	KindPayloadTooLarge                  // payload_too_large 413
 	KindUnsupportedMediaType             // unsupported_media_type 415
 	KindRangeNotSatisfiable              // range_not_satisfiable 416: a byte range past the end
@@ -45,6 +46,7 @@ var codes = [...]string{
 	KindConflict:             "conflict",
 	KindDisabled:             "disabled",
 	KindPreconditionFailed:   "precondition_failed",
+	KindRequestTimeout:       "request_timeout",
 	KindPayloadTooLarge:      "payload_too_large",
 	KindUnsupportedMediaType: "unsupported_media_type",
 	KindRangeNotSatisfiable:  "range_not_satisfiable",

@@ -141,6 +141,11 @@ func (s *Service) putError(ctx context.Context, body *bodyReader, err error) err
 	case errors.Is(err, objectstore.ErrSizeMismatch):
 		return apperr.Wrap(apperr.KindInvalidArgument, "the body's length differs from its Content-Length", err)
 	case body.err != nil || ctx.Err() != nil:
+		if ae, ok := apperr.As(body.err); ok {
+			// The request body's own limits refused it (a body slower
+			// than server.body_min_bytes_per_second: 408).
+			return apperr.Wrap(ae.Kind, ae.Msg+"; nothing was stored", err)
+		}
 		return apperr.Wrap(apperr.KindInvalidArgument, "the upload was cut off before its end; nothing was stored", err)
 	}
 	return apperr.Unavailable("the object store is unavailable; retry later", err)

@@ -39,6 +39,16 @@ type Server struct {
 	ShutdownTimeout   time.Duration `koanf:"shutdown_timeout"`
 	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
 	IdleTimeout       time.Duration `koanf:"idle_timeout"`
+	// MaxHeaderBytes bounds a request's header section (request line included).
+	MaxHeaderBytes int `koanf:"max_header_bytes"`
+	// BodyReadTimeout is how far an authenticated request body may fall
+	// behind BodyMinBytesPerSecond: it must arrive within this plus its
+	// size divided by that rate.
+	BodyReadTimeout       time.Duration `koanf:"body_read_timeout"`
+	BodyMinBytesPerSecond int64         `koanf:"body_min_bytes_per_second"`
+	// UnauthenticatedBodyTimeout is the time the body of a request without
+	// credentials in its headers has to arrive whole.
+	UnauthenticatedBodyTimeout time.Duration `koanf:"unauthenticated_body_timeout"`
 	// TrustedProxies lists the CIDR prefixes of reverse proxies whose
 	// X-Forwarded-For header names the client address; empty trusts none, and
 	// the client address is the connection's peer.
@@ -219,6 +229,12 @@ type Limits struct {
 	ToolArgumentsBytes int64 `koanf:"tool_arguments_bytes"`
 	// SubscriptionsPerWorkspace bounds the webhook subscriptions of one workspace.
 	SubscriptionsPerWorkspace int `koanf:"subscriptions_per_workspace"`
+	// UnauthenticatedBodyBytes bounds the body of a request without
+	// credentials in its headers (console forms, invitation acceptance).
+	UnauthenticatedBodyBytes int64 `koanf:"unauthenticated_body_bytes"`
+	// UnauthenticatedBodies bounds how many such bodies one process reads
+	// at once; more are refused with 503 before they are read.
+	UnauthenticatedBodies int `koanf:"unauthenticated_bodies"`
 }
 
 // Log configures the process logger.
@@ -242,7 +258,12 @@ func Default() Config {
 			ShutdownTimeout:   30 * time.Second,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       120 * time.Second,
-			TrustedProxies:    []string{},
+			MaxHeaderBytes:    64 << 10,
+			BodyReadTimeout:   30 * time.Second,
+			// 32 KiB/s: a 100 MiB asset may take up to 53 minutes.
+			BodyMinBytesPerSecond:      32 << 10,
+			UnauthenticatedBodyTimeout: 10 * time.Second,
+			TrustedProxies:             []string{},
 		},
 		Database: Database{
 			URL:                          "postgres://postgres@127.0.0.1:5432/svc?sslmode=disable",
@@ -318,6 +339,8 @@ func Default() Config {
 			ModelOutputBytes:           4 << 20,
 			ToolArgumentsBytes:         1 << 20,
 			SubscriptionsPerWorkspace:  20,
+			UnauthenticatedBodyBytes:   16 << 10,
+			UnauthenticatedBodies:      64,
 		},
 		Log: Log{Level: "info", Format: "json"},
 	}

@@ -33,6 +33,10 @@ func (c *Config) Validate() error {
 	v.duration("server.shutdown_timeout", s.ShutdownTimeout)
 	v.duration("server.read_header_timeout", s.ReadHeaderTimeout)
 	v.duration("server.idle_timeout", s.IdleTimeout)
+	v.positive("server.max_header_bytes", s.MaxHeaderBytes)
+	v.duration("server.body_read_timeout", s.BodyReadTimeout)
+	v.positive64("server.body_min_bytes_per_second", s.BodyMinBytesPerSecond)
+	v.duration("server.unauthenticated_body_timeout", s.UnauthenticatedBodyTimeout)
 	v.prefixes("server.trusted_proxies", s.TrustedProxies)
 
 	d := c.Database
@@ -103,6 +107,8 @@ func (c *Config) Validate() error {
 		v.fail("limits.model_output_bytes", "must be at most %d (32 MiB)", maxModelOutputBytes)
 	}
 	v.positive("limits.subscriptions_per_workspace", c.Limits.SubscriptionsPerWorkspace)
+	v.positive64("limits.unauthenticated_body_bytes", c.Limits.UnauthenticatedBodyBytes)
+	v.positive("limits.unauthenticated_bodies", c.Limits.UnauthenticatedBodies)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "json", "text")

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,6 +32,7 @@ import (
 	"github.com/svcdev/svc/internal/invitation"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/ratelimit"
+	"github.com/svcdev/svc/internal/reqbody"
 	"github.com/svcdev/svc/internal/session"
 )
 
@@ -149,7 +151,18 @@ func (c *Console) page(h func(*request) error) echo.HandlerFunc {
 			return c.fail(r, err)
 		}
 		if ec.Request().Method == http.MethodPost {
+			if r.session != nil {
+				// The session cookie is a checked credential: the form is
+				// held to the minimum rate, not to the limits of forms
+				// sent signed out (package reqbody).
+				reqbody.Authenticate(ec.Request())
+			}
 			if err := c.readForm(r); err != nil {
+				if ae, ok := apperr.As(err); ok && ae.Kind == apperr.KindUnavailable {
+					// Too many signed-out forms are being read: refused unread.
+					ec.Response().Header().Set("Retry-After", strconv.Itoa(ae.RetryAfterSeconds()))
+					return c.message(r, http.StatusServiceUnavailable, msgBusy)
+				}
 				return c.message(r, http.StatusBadRequest, msgBadForm)
 			}
 			if !c.checkPost(r) {

@@ -92,6 +92,7 @@ type message struct {
 var (
 	msgStarting    = message{"Starting", "svc is starting. Try again in a few seconds.", "", ""}
 	msgUnavailable = message{"Unavailable", "A service svc depends on is unavailable. Try again in a moment.", "", ""}
+	msgBusy        = message{"Busy", "svc is receiving too many forms at this moment. Try again in a moment.", "", ""}
 	msgInternal    = message{"Something went wrong", "An unexpected error stopped this page. Try again; if it keeps happening, tell your operator the time it happened.", "/", "Go to the start page"}
 	msgBadForm     = message{"The form could not be read", "Your browser sent a form this page does not understand. Go back, reload the page and try again.", "/", "Go to the start page"}
 	msgForbidden   = message{"The form has expired", "This form was not sent from a page this service gave you just now, so it was refused. Go back, reload the page and try again.", "/", "Go to the start page"}

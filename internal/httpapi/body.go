@@ -51,6 +51,9 @@ func jsonBody(limit int64, binary binaryOps) echo.MiddlewareFunc {
 				if errors.As(err, &mbe) {
 					return tooLarge(limit)
 				}
+				if ae, ok := apperr.As(err); ok {
+					return ae // the body's own limits (package reqbody): 408, 413, 503
+				}
 				return apperr.Wrap(apperr.KindInvalidArgument, "could not read the request body", err)
 			}
 			if err := jsonguard.Check(body); err != nil {

@@ -40,7 +40,7 @@ func TestEveryOperationDeclaresItsPermission(t *testing.T) {
 
 // TestEveryAPIOperationDocumentsTheEdgeAnswers keeps the contract honest about
 // what the shared middleware can answer on any API operation: 406 (Accept), 500
-// and 503 (start-up, a lost database); 413 and 415 wherever a body is read; and
+// and 503 (start-up, a lost database); 408, 413 and 415 wherever a body is read; and
 // 401 and 429 on every operation that needs a key.
 func TestEveryAPIOperationDocumentsTheEdgeAnswers(t *testing.T) {
 	t.Parallel()
@@ -56,7 +56,7 @@ func TestEveryAPIOperationDocumentsTheEdgeAnswers(t *testing.T) {
 			}
 			want := []int{406, 500, 503}
 			if op.RequestBody != nil {
-				want = append(want, 413, 415)
+				want = append(want, 408, 413, 415)
 			}
 			if op.Security == nil || len(*op.Security) > 0 {
 				want = append(want, 401, 429)

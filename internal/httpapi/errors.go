@@ -26,6 +26,7 @@ var statuses = map[apperr.Kind]int{
 	apperr.KindConflict:             http.StatusConflict,
 	apperr.KindDisabled:             http.StatusConflict,
 	apperr.KindPreconditionFailed:   http.StatusPreconditionFailed,
+	apperr.KindRequestTimeout:       http.StatusRequestTimeout,
 	apperr.KindPayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	apperr.KindUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	apperr.KindRangeNotSatisfiable:  http.StatusRequestedRangeNotSatisfiable,

@@ -16,6 +16,7 @@ import (
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/ratelimit"
+	"github.com/svcdev/svc/internal/reqbody"
 	"github.com/svcdev/svc/internal/webui"
 )
 
@@ -28,6 +29,8 @@ type Options struct {
 	Log          *slog.Logger
 	Metrics      *metrics.Metrics
 	RequestBytes int64
+	// Bodies bounds how request bodies are read (package reqbody).
+	Bodies reqbody.Limits
 	// Deps build the domain handlers of control roles.
 	Deps Deps
 }
@@ -57,7 +60,8 @@ func New(opts Options) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(opts.Log)
-	e.Use(requestID, observe(opts.Log, opts.Metrics))
+	guard := reqbody.NewGuard(opts.Bodies, opts.Metrics.UnauthenticatedBodies, opts.Metrics.UnauthenticatedBodiesRefused)
+	e.Use(requestID, observe(opts.Log, opts.Metrics), guardBodies(guard))
 
 	srv := &Server{Health: opts.Health}
 	if !opts.Control {
@@ -124,8 +128,10 @@ func New(opts Options) (*echo.Echo, error) {
 	limiter := ratelimit.New(d.Redis, d.Config.Redis.KeyPrefix, opts.Log)
 	keyLimit := keyRateLimit{Limiter: limiter, PerMinute: d.Config.Limits.APIRequestsPerKeyPerMinute}
 	binary := binaryOperations(c.doc)
-	e.Use(readyGate(opts.Health.Started), jsonBody(opts.RequestBytes, binary),
-		streamBodies(binary, requestValidator(c.doc, authenticate(d.Auth, keyLimit))), unknownQuery(declaredQueryParams(c.doc)))
+	// Authentication comes before anything reads a body: a request without
+	// a valid key is answered from its headers, its body unread.
+	e.Use(readyGate(opts.Health.Started), authenticateFirst(keyedOperations(c.doc), d.Auth, keyLimit),
+		jsonBody(opts.RequestBytes, binary), streamBodies(binary, requestValidator(c.doc, authenticated)), unknownQuery(declaredQueryParams(c.doc)))
 	e.Use(idempotency.Middleware(idempotency.Config{
 		Contract: c.doc, Pool: d.Pool, Keyring: d.Keyring, Log: opts.Log,
 		Streamed:      func(c echo.Context) bool { return binary.of(c) == binaryRequest },

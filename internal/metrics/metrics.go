@@ -21,6 +21,11 @@ type Metrics struct {
 	HTTPRequests *prometheus.CounterVec
 	// HTTPDuration observes request latency by method and route template.
 	HTTPDuration *prometheus.HistogramVec
+	// UnauthenticatedBodies is the number of request bodies without
+	// credentials being read now; UnauthenticatedBodiesRefused counts those
+	// refused because limits.unauthenticated_bodies were in flight.
+	UnauthenticatedBodies        prometheus.Gauge
+	UnauthenticatedBodiesRefused prometheus.Counter
 	// SweepPasses counts sweep ticks by sweep and result (ok, error, skipped).
 	SweepPasses *prometheus.CounterVec
 	// SweepDuration observes the duration of passes this replica ran.
@@ -41,6 +46,14 @@ func New(version string, schemaVersion int64) *Metrics {
 			Help:    "HTTP request latency, by method and route template.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"method", "route"}),
+		UnauthenticatedBodies: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "svc_http_unauthenticated_bodies",
+			Help: "Request bodies without credentials being read now (at most limits.unauthenticated_bodies).",
+		}),
+		UnauthenticatedBodiesRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "svc_http_unauthenticated_bodies_refused_total",
+			Help: "Requests without credentials refused with 503 because limits.unauthenticated_bodies bodies were being read.",
+		}),
 		SweepPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "svc_sweep_passes_total",
 			Help: "Maintenance sweep ticks, by sweep and result (ok, error, or skipped when another replica holds the claim).",
@@ -65,6 +78,7 @@ func New(version string, schemaVersion int64) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo, m.HTTPRequests, m.HTTPDuration, m.SweepPasses, m.SweepDuration,
+		m.UnauthenticatedBodies, m.UnauthenticatedBodiesRefused,
 	)
 	return m
 }
