@@ -177,11 +177,21 @@ type EndpointPolicy struct {
 type Limits struct {
 	RequestBytes int64 `koanf:"request_bytes"`
 	AssetBytes   int64 `koanf:"asset_bytes"`
-	// SignInPerAccountPerMinute bounds console sign-in (and password reset)
-	// attempts per e-mail address.
+	// SignInPerAccountPerClientPerMinute bounds console sign-in (and password
+	// reset) attempts per e-mail address from one client address, so that one
+	// client's failures do not lock the owner out from elsewhere.
+	SignInPerAccountPerClientPerMinute int `koanf:"sign_in_per_account_per_client_per_minute"`
+	// SignInPerAccountPerMinute bounds them per e-mail address from all clients
+	// together: the ceiling on a guess spread over many addresses.
 	SignInPerAccountPerMinute int `koanf:"sign_in_per_account_per_minute"`
 	// SignInPerAddressPerMinute bounds them per client address.
 	SignInPerAddressPerMinute int `koanf:"sign_in_per_address_per_minute"`
+	// InvitationAcceptPerInvitationPerMinute bounds attempts to accept one
+	// invitation (each checks or sets a password).
+	InvitationAcceptPerInvitationPerMinute int `koanf:"invitation_accept_per_invitation_per_minute"`
+	// InvitationAcceptPerAddressPerMinute bounds acceptance attempts per
+	// client address.
+	InvitationAcceptPerAddressPerMinute int `koanf:"invitation_accept_per_address_per_minute"`
 	// APIRequestsPerKeyPerMinute bounds API requests per API key; 0 disables it.
 	APIRequestsPerKeyPerMinute int `koanf:"api_requests_per_key_per_minute"`
 }
@@ -266,9 +276,12 @@ func Default() Config {
 		Limits: Limits{
 			RequestBytes:               1 << 20,
 			AssetBytes:                 100 << 20,
-			SignInPerAccountPerMinute:  10,
-			SignInPerAddressPerMinute:  30,
-			APIRequestsPerKeyPerMinute: 6000,
+			SignInPerAccountPerClientPerMinute:     10,
+			SignInPerAccountPerMinute:              100,
+			SignInPerAddressPerMinute:              30,
+			InvitationAcceptPerInvitationPerMinute: 10,
+			InvitationAcceptPerAddressPerMinute:    30,
+			APIRequestsPerKeyPerMinute:             6000,
 		},
 		Log: Log{Level: "info", Format: "json"},
 	}
