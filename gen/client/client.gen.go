@@ -4586,12 +4586,18 @@ type ClientInterface interface {
 
 	// RemoveMember Remove a member from the workspace
 	//
-	// Their API keys of this workspace stop working at once.
+	// Their API keys of this workspace stop working at once. 409 `conflict` when the
+	// member is the workspace's last admin, or an owner or admin of the organization,
+	// who act as admin in every workspace of it and keep their membership.
 	//
 	// Corresponds with DELETE /api/v1/members/{principal_id} (the `RemoveMember` operationId).
 	RemoveMember(ctx context.Context, principalId PrincipalId, params *RemoveMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateMemberWithBody Change a member's role
+	//
+	// 409 `conflict` when the member is the workspace's last admin, or an owner or
+	// admin of the organization: they act as admin in every workspace of it, so
+	// their membership is not changed here (change their organization role).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4599,6 +4605,10 @@ type ClientInterface interface {
 	UpdateMemberWithBody(ctx context.Context, principalId PrincipalId, params *UpdateMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateMember Change a member's role
+	//
+	// 409 `conflict` when the member is the workspace's last admin, or an owner or
+	// admin of the organization: they act as admin in every workspace of it, so
+	// their membership is not changed here (change their organization role).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6675,7 +6685,9 @@ func (c *Client) ListMembers(ctx context.Context, params *ListMembersParams, req
 
 // RemoveMember Remove a member from the workspace
 //
-// Their API keys of this workspace stop working at once.
+// Their API keys of this workspace stop working at once. 409 `conflict` when the
+// member is the workspace's last admin, or an owner or admin of the organization,
+// who act as admin in every workspace of it and keep their membership.
 //
 // Corresponds with DELETE /api/v1/members/{principal_id} (the `RemoveMember` operationId).
 func (c *Client) RemoveMember(ctx context.Context, principalId PrincipalId, params *RemoveMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6691,6 +6703,10 @@ func (c *Client) RemoveMember(ctx context.Context, principalId PrincipalId, para
 }
 
 // UpdateMemberWithBody Change a member's role
+//
+// 409 `conflict` when the member is the workspace's last admin, or an owner or
+// admin of the organization: they act as admin in every workspace of it, so
+// their membership is not changed here (change their organization role).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6708,6 +6724,10 @@ func (c *Client) UpdateMemberWithBody(ctx context.Context, principalId Principal
 }
 
 // UpdateMember Change a member's role
+//
+// 409 `conflict` when the member is the workspace's last admin, or an owner or
+// admin of the organization: they act as admin in every workspace of it, so
+// their membership is not changed here (change their organization role).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15338,7 +15358,9 @@ type ClientWithResponsesInterface interface {
 
 	// RemoveMemberWithResponse Remove a member from the workspace
 	//
-	// Their API keys of this workspace stop working at once.
+	// Their API keys of this workspace stop working at once. 409 `conflict` when the
+	// member is the workspace's last admin, or an owner or admin of the organization,
+	// who act as admin in every workspace of it and keep their membership.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15347,12 +15369,20 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMemberWithBodyWithResponse Change a member's role
 	//
+	// 409 `conflict` when the member is the workspace's last admin, or an owner or
+	// admin of the organization: they act as admin in every workspace of it, so
+	// their membership is not changed here (change their organization role).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/v1/members/{principal_id} (the `UpdateMember` operationId).
 	UpdateMemberWithBodyWithResponse(ctx context.Context, principalId PrincipalId, params *UpdateMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMemberResponse, error)
 
 	// UpdateMemberWithResponse Change a member's role
+	//
+	// 409 `conflict` when the member is the workspace's last admin, or an owner or
+	// admin of the organization: they act as admin in every workspace of it, so
+	// their membership is not changed here (change their organization role).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -30251,7 +30281,9 @@ func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, param
 
 // RemoveMemberWithResponse Remove a member from the workspace
 //
-// Their API keys of this workspace stop working at once.
+// Their API keys of this workspace stop working at once. 409 `conflict` when the
+// member is the workspace's last admin, or an owner or admin of the organization,
+// who act as admin in every workspace of it and keep their membership.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -30266,6 +30298,10 @@ func (c *ClientWithResponses) RemoveMemberWithResponse(ctx context.Context, prin
 
 // UpdateMemberWithBodyWithResponse Change a member's role
 //
+// 409 `conflict` when the member is the workspace's last admin, or an owner or
+// admin of the organization: they act as admin in every workspace of it, so
+// their membership is not changed here (change their organization role).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/v1/members/{principal_id} (the `UpdateMember` operationId).
@@ -30278,6 +30314,10 @@ func (c *ClientWithResponses) UpdateMemberWithBodyWithResponse(ctx context.Conte
 }
 
 // UpdateMemberWithResponse Change a member's role
+//
+// 409 `conflict` when the member is the workspace's last admin, or an owner or
+// admin of the organization: they act as admin in every workspace of it, so
+// their membership is not changed here (change their organization role).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
