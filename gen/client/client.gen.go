@@ -4538,7 +4538,12 @@ type ClientInterface interface {
 	// the invitation, and `password` for the account. A new e-mail address gets
 	// an account with `password` (at least 8 characters); an existing account
 	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused.
+	// membership. Expired, revoked or used tokens are refused. A missing or
+	// malformed password is refused with the same answer whether or not the
+	// address has an account. Attempts are limited per client address, per
+	// invitation from one client and per invitation
+	// (`limits.invitation_accept_*`): over a limit the answer is 429
+	// `rate_limited` with `Retry-After`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4551,7 +4556,12 @@ type ClientInterface interface {
 	// the invitation, and `password` for the account. A new e-mail address gets
 	// an account with `password` (at least 8 characters); an existing account
 	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused.
+	// membership. Expired, revoked or used tokens are refused. A missing or
+	// malformed password is refused with the same answer whether or not the
+	// address has an account. Attempts are limited per client address, per
+	// invitation from one client and per invitation
+	// (`limits.invitation_accept_*`): over a limit the answer is 429
+	// `rate_limited` with `Retry-After`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6577,7 +6587,12 @@ func (c *Client) GetEnvironment(ctx context.Context, environmentId string, reqEd
 // the invitation, and `password` for the account. A new e-mail address gets
 // an account with `password` (at least 8 characters); an existing account
 // must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused.
+// membership. Expired, revoked or used tokens are refused. A missing or
+// malformed password is refused with the same answer whether or not the
+// address has an account. Attempts are limited per client address, per
+// invitation from one client and per invitation
+// (`limits.invitation_accept_*`): over a limit the answer is 429
+// `rate_limited` with `Retry-After`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6600,7 +6615,12 @@ func (c *Client) AcceptInvitationWithBody(ctx context.Context, contentType strin
 // the invitation, and `password` for the account. A new e-mail address gets
 // an account with `password` (at least 8 characters); an existing account
 // must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused.
+// membership. Expired, revoked or used tokens are refused. A missing or
+// malformed password is refused with the same answer whether or not the
+// address has an account. Attempts are limited per client address, per
+// invitation from one client and per invitation
+// (`limits.invitation_accept_*`): over a limit the answer is 429
+// `rate_limited` with `Retry-After`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15302,7 +15322,12 @@ type ClientWithResponsesInterface interface {
 	// the invitation, and `password` for the account. A new e-mail address gets
 	// an account with `password` (at least 8 characters); an existing account
 	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused.
+	// membership. Expired, revoked or used tokens are refused. A missing or
+	// malformed password is refused with the same answer whether or not the
+	// address has an account. Attempts are limited per client address, per
+	// invitation from one client and per invitation
+	// (`limits.invitation_accept_*`): over a limit the answer is 429
+	// `rate_limited` with `Retry-After`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15315,7 +15340,12 @@ type ClientWithResponsesInterface interface {
 	// the invitation, and `password` for the account. A new e-mail address gets
 	// an account with `password` (at least 8 characters); an existing account
 	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused.
+	// membership. Expired, revoked or used tokens are refused. A missing or
+	// malformed password is refused with the same answer whether or not the
+	// address has an account. Attempts are limited per client address, per
+	// invitation from one client and per invitation
+	// (`limits.invitation_accept_*`): over a limit the answer is 429
+	// `rate_limited` with `Retry-After`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -30189,7 +30219,12 @@ func (c *ClientWithResponses) GetEnvironmentWithResponse(ctx context.Context, en
 // the invitation, and `password` for the account. A new e-mail address gets
 // an account with `password` (at least 8 characters); an existing account
 // must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused.
+// membership. Expired, revoked or used tokens are refused. A missing or
+// malformed password is refused with the same answer whether or not the
+// address has an account. Attempts are limited per client address, per
+// invitation from one client and per invitation
+// (`limits.invitation_accept_*`): over a limit the answer is 429
+// `rate_limited` with `Retry-After`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -30208,7 +30243,12 @@ func (c *ClientWithResponses) AcceptInvitationWithBodyWithResponse(ctx context.C
 // the invitation, and `password` for the account. A new e-mail address gets
 // an account with `password` (at least 8 characters); an existing account
 // must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused.
+// membership. Expired, revoked or used tokens are refused. A missing or
+// malformed password is refused with the same answer whether or not the
+// address has an account. Attempts are limited per client address, per
+// invitation from one client and per invitation
+// (`limits.invitation_accept_*`): over a limit the answer is 429
+// `rate_limited` with `Retry-After`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

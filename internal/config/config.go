@@ -186,8 +186,11 @@ type Limits struct {
 	SignInPerAccountPerMinute int `koanf:"sign_in_per_account_per_minute"`
 	// SignInPerAddressPerMinute bounds them per client address.
 	SignInPerAddressPerMinute int `koanf:"sign_in_per_address_per_minute"`
-	// InvitationAcceptPerInvitationPerMinute bounds attempts to accept one
-	// invitation (each checks or sets a password).
+	// InvitationAcceptPerInvitationPerClientPerMinute bounds attempts to accept
+	// one invitation (each checks or sets a password) from one client address.
+	InvitationAcceptPerInvitationPerClientPerMinute int `koanf:"invitation_accept_per_invitation_per_client_per_minute"`
+	// InvitationAcceptPerInvitationPerMinute bounds them per invitation from
+	// all clients together.
 	InvitationAcceptPerInvitationPerMinute int `koanf:"invitation_accept_per_invitation_per_minute"`
 	// InvitationAcceptPerAddressPerMinute bounds acceptance attempts per
 	// client address.
@@ -274,14 +277,15 @@ func Default() Config {
 		},
 		EndpointPolicy: EndpointPolicy{AllowedPrefixes: []string{}, AllowedPorts: []int{}, AllowedHosts: []string{}, AllowedSockets: []string{}},
 		Limits: Limits{
-			RequestBytes:               1 << 20,
-			AssetBytes:                 100 << 20,
-			SignInPerAccountPerClientPerMinute:     10,
-			SignInPerAccountPerMinute:              100,
-			SignInPerAddressPerMinute:              30,
-			InvitationAcceptPerInvitationPerMinute: 10,
-			InvitationAcceptPerAddressPerMinute:    30,
-			APIRequestsPerKeyPerMinute:             6000,
+			RequestBytes:                                    1 << 20,
+			AssetBytes:                                      100 << 20,
+			SignInPerAccountPerClientPerMinute:              10,
+			SignInPerAccountPerMinute:                       100,
+			SignInPerAddressPerMinute:                       30,
+			InvitationAcceptPerInvitationPerClientPerMinute: 10,
+			InvitationAcceptPerInvitationPerMinute:          50,
+			InvitationAcceptPerAddressPerMinute:             30,
+			APIRequestsPerKeyPerMinute:                      6000,
 		},
 		Log: Log{Level: "info", Format: "json"},
 	}

@@ -89,6 +89,7 @@ func (c *Config) Validate() error {
 	v.positive("limits.sign_in_per_account_per_client_per_minute", c.Limits.SignInPerAccountPerClientPerMinute)
 	v.positive("limits.sign_in_per_account_per_minute", c.Limits.SignInPerAccountPerMinute)
 	v.positive("limits.sign_in_per_address_per_minute", c.Limits.SignInPerAddressPerMinute)
+	v.positive("limits.invitation_accept_per_invitation_per_client_per_minute", c.Limits.InvitationAcceptPerInvitationPerClientPerMinute)
 	v.positive("limits.invitation_accept_per_invitation_per_minute", c.Limits.InvitationAcceptPerInvitationPerMinute)
 	v.positive("limits.invitation_accept_per_address_per_minute", c.Limits.InvitationAcceptPerAddressPerMinute)
 	v.nonNegative("limits.api_requests_per_key_per_minute", c.Limits.APIRequestsPerKeyPerMinute)

@@ -77,9 +77,9 @@ func New(d Deps) (*Console, error) {
 	}
 	sessions, err := session.NewService(session.Options{
 		Pool: d.Pool, Keyring: d.Keyring, Limiter: d.Limiter, Log: d.Log,
-		PublicURL:           cfg.Server.PublicURL,
-		SessionTTL:          time.Duration(cfg.Auth.SessionTTLSeconds) * time.Second,
-		MailLinkTTL:         time.Duration(cfg.Auth.MailLinkTTLSeconds) * time.Second,
+		PublicURL:                    cfg.Server.PublicURL,
+		SessionTTL:                   time.Duration(cfg.Auth.SessionTTLSeconds) * time.Second,
+		MailLinkTTL:                  time.Duration(cfg.Auth.MailLinkTTLSeconds) * time.Second,
 		PerAccountPerClientPerMinute: cfg.Limits.SignInPerAccountPerClientPerMinute,
 		PerAccountPerMinute:          cfg.Limits.SignInPerAccountPerMinute,
 		PerAddressPerMinute:          cfg.Limits.SignInPerAddressPerMinute,
@@ -90,6 +90,10 @@ func New(d Deps) (*Console, error) {
 	invitations, err := invitation.NewService(invitation.Options{
 		Pool: d.Pool, Keyring: d.Keyring, PublicURL: cfg.Server.PublicURL,
 		TTL: time.Duration(cfg.Auth.InvitationTTLSeconds) * time.Second, ForgetFunc: d.ForgetFunc,
+		Limiter:                               d.Limiter,
+		AcceptPerAddressPerMinute:             cfg.Limits.InvitationAcceptPerAddressPerMinute,
+		AcceptPerInvitationPerClientPerMinute: cfg.Limits.InvitationAcceptPerInvitationPerClientPerMinute,
+		AcceptPerInvitationPerMinute:          cfg.Limits.InvitationAcceptPerInvitationPerMinute,
 	})
 	if err != nil {
 		return nil, err
