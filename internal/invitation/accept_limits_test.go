@@ -37,7 +37,7 @@ func TestAcceptIsRateLimited(t *testing.T) {
 	t.Parallel()
 	b := setup(t, trustLoopback, func(c *config.Config) {
 		c.Limits.InvitationAcceptPerInvitationPerClientPerMinute = 5
-		c.Limits.InvitationAcceptPerInvitationPerMinute = 12
+		c.Limits.InvitationAcceptPerInvitationPerMinute = 8
 	})
 	m := testfactory.AddMember(t, b.h.App.Pool, b.admin.OrganizationID, b.admin.WorkspaceID, testfactory.MemberOpts{Password: "the members password"})
 	token := b.keepToken(t, b.inviteOrganization(t, m.Email, "admin").InvitationUrl)
@@ -59,16 +59,20 @@ func TestAcceptIsRateLimited(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, accept("the members password", "198.51.100.66").StatusCode(), "the guessing client stays refused, even with the right password")
 
 	// A distributed guess: five attempts are counted against the invitation so
-	// far; seven more clients fit under the ceiling of 12, the eighth does not.
-	for i := range 8 {
+	// far; three more clients fit under the ceiling of 8, the fourth does not.
+	// (A slow run may let a few more in as the oldest attempts leave the
+	// sliding window.)
+	var refused *client.AcceptInvitationResponse
+	for i := range 10 {
 		resp := accept("a guessed password", "192.0.2."+strconv.Itoa(10+i))
-		if i < 7 {
-			require.Equal(t, http.StatusBadRequest, resp.StatusCode(), "client %d", i)
-			continue
+		if resp.StatusCode() == http.StatusTooManyRequests {
+			refused = resp
+			break
 		}
-		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode(), "the invitation's ceiling stops a guess spread over many clients")
-		require.NotEmpty(t, resp.HTTPResponse.Header.Get("Retry-After"))
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode(), "client %d", i)
 	}
+	require.NotNil(t, refused, "the invitation's ceiling stops a guess spread over many clients")
+	require.NotEmpty(t, refused.HTTPResponse.Header.Get("Retry-After"))
 	var accepted int
 	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), "SELECT count(*) FROM invitation WHERE accepted_at IS NOT NULL").Scan(&accepted))
 	require.Zero(t, accepted)
