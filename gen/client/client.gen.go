@@ -4550,7 +4550,12 @@ type ClientInterface interface {
 	// the invitation, and `password` for the account. A new e-mail address gets
 	// an account with `password` (at least 8 characters); an existing account
 	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused.
+	// membership. Expired, revoked or used tokens are refused. A missing or
+	// malformed password is refused with the same answer whether or not the
+	// address has an account. Attempts are limited per client address, per
+	// invitation from one client and per invitation
+	// (`limits.invitation_accept_*`): over a limit the answer is 429
+	// `rate_limited` with `Retry-After`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4563,7 +4568,12 @@ type ClientInterface interface {
 	// the invitation, and `password` for the account. A new e-mail address gets
 	// an account with `password` (at least 8 characters); an existing account
 	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused.
+	// membership. Expired, revoked or used tokens are refused. A missing or
+	// malformed password is refused with the same answer whether or not the
+	// address has an account. Attempts are limited per client address, per
+	// invitation from one client and per invitation
+	// (`limits.invitation_accept_*`): over a limit the answer is 429
+	// `rate_limited` with `Retry-After`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4598,12 +4608,18 @@ type ClientInterface interface {
 
 	// RemoveMember Remove a member from the workspace
 	//
-	// Their API keys of this workspace stop working at once.
+	// Their API keys of this workspace stop working at once. 409 `conflict` when the
+	// member is the workspace's last admin, or an owner or admin of the organization,
+	// who act as admin in every workspace of it and keep their membership.
 	//
 	// Corresponds with DELETE /api/v1/members/{principal_id} (the `RemoveMember` operationId).
 	RemoveMember(ctx context.Context, principalId PrincipalId, params *RemoveMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateMemberWithBody Change a member's role
+	//
+	// 409 `conflict` when the member is the workspace's last admin, or an owner or
+	// admin of the organization: they act as admin in every workspace of it, so
+	// their membership is not changed here (change their organization role).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4611,6 +4627,10 @@ type ClientInterface interface {
 	UpdateMemberWithBody(ctx context.Context, principalId PrincipalId, params *UpdateMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateMember Change a member's role
+	//
+	// 409 `conflict` when the member is the workspace's last admin, or an owner or
+	// admin of the organization: they act as admin in every workspace of it, so
+	// their membership is not changed here (change their organization role).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6587,7 +6607,12 @@ func (c *Client) GetEnvironment(ctx context.Context, environmentId string, reqEd
 // the invitation, and `password` for the account. A new e-mail address gets
 // an account with `password` (at least 8 characters); an existing account
 // must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused.
+// membership. Expired, revoked or used tokens are refused. A missing or
+// malformed password is refused with the same answer whether or not the
+// address has an account. Attempts are limited per client address, per
+// invitation from one client and per invitation
+// (`limits.invitation_accept_*`): over a limit the answer is 429
+// `rate_limited` with `Retry-After`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6610,7 +6635,12 @@ func (c *Client) AcceptInvitationWithBody(ctx context.Context, contentType strin
 // the invitation, and `password` for the account. A new e-mail address gets
 // an account with `password` (at least 8 characters); an existing account
 // must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused.
+// membership. Expired, revoked or used tokens are refused. A missing or
+// malformed password is refused with the same answer whether or not the
+// address has an account. Attempts are limited per client address, per
+// invitation from one client and per invitation
+// (`limits.invitation_accept_*`): over a limit the answer is 429
+// `rate_limited` with `Retry-After`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6695,7 +6725,9 @@ func (c *Client) ListMembers(ctx context.Context, params *ListMembersParams, req
 
 // RemoveMember Remove a member from the workspace
 //
-// Their API keys of this workspace stop working at once.
+// Their API keys of this workspace stop working at once. 409 `conflict` when the
+// member is the workspace's last admin, or an owner or admin of the organization,
+// who act as admin in every workspace of it and keep their membership.
 //
 // Corresponds with DELETE /api/v1/members/{principal_id} (the `RemoveMember` operationId).
 func (c *Client) RemoveMember(ctx context.Context, principalId PrincipalId, params *RemoveMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6711,6 +6743,10 @@ func (c *Client) RemoveMember(ctx context.Context, principalId PrincipalId, para
 }
 
 // UpdateMemberWithBody Change a member's role
+//
+// 409 `conflict` when the member is the workspace's last admin, or an owner or
+// admin of the organization: they act as admin in every workspace of it, so
+// their membership is not changed here (change their organization role).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6728,6 +6764,10 @@ func (c *Client) UpdateMemberWithBody(ctx context.Context, principalId Principal
 }
 
 // UpdateMember Change a member's role
+//
+// 409 `conflict` when the member is the workspace's last admin, or an owner or
+// admin of the organization: they act as admin in every workspace of it, so
+// their membership is not changed here (change their organization role).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15334,7 +15374,12 @@ type ClientWithResponsesInterface interface {
 	// the invitation, and `password` for the account. A new e-mail address gets
 	// an account with `password` (at least 8 characters); an existing account
 	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused.
+	// membership. Expired, revoked or used tokens are refused. A missing or
+	// malformed password is refused with the same answer whether or not the
+	// address has an account. Attempts are limited per client address, per
+	// invitation from one client and per invitation
+	// (`limits.invitation_accept_*`): over a limit the answer is 429
+	// `rate_limited` with `Retry-After`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15347,7 +15392,12 @@ type ClientWithResponsesInterface interface {
 	// the invitation, and `password` for the account. A new e-mail address gets
 	// an account with `password` (at least 8 characters); an existing account
 	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused.
+	// membership. Expired, revoked or used tokens are refused. A missing or
+	// malformed password is refused with the same answer whether or not the
+	// address has an account. Attempts are limited per client address, per
+	// invitation from one client and per invitation
+	// (`limits.invitation_accept_*`): over a limit the answer is 429
+	// `rate_limited` with `Retry-After`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15390,7 +15440,9 @@ type ClientWithResponsesInterface interface {
 
 	// RemoveMemberWithResponse Remove a member from the workspace
 	//
-	// Their API keys of this workspace stop working at once.
+	// Their API keys of this workspace stop working at once. 409 `conflict` when the
+	// member is the workspace's last admin, or an owner or admin of the organization,
+	// who act as admin in every workspace of it and keep their membership.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15399,12 +15451,20 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMemberWithBodyWithResponse Change a member's role
 	//
+	// 409 `conflict` when the member is the workspace's last admin, or an owner or
+	// admin of the organization: they act as admin in every workspace of it, so
+	// their membership is not changed here (change their organization role).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/v1/members/{principal_id} (the `UpdateMember` operationId).
 	UpdateMemberWithBodyWithResponse(ctx context.Context, principalId PrincipalId, params *UpdateMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMemberResponse, error)
 
 	// UpdateMemberWithResponse Change a member's role
+	//
+	// 409 `conflict` when the member is the workspace's last admin, or an owner or
+	// admin of the organization: they act as admin in every workspace of it, so
+	// their membership is not changed here (change their organization role).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -30765,7 +30825,12 @@ func (c *ClientWithResponses) GetEnvironmentWithResponse(ctx context.Context, en
 // the invitation, and `password` for the account. A new e-mail address gets
 // an account with `password` (at least 8 characters); an existing account
 // must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused.
+// membership. Expired, revoked or used tokens are refused. A missing or
+// malformed password is refused with the same answer whether or not the
+// address has an account. Attempts are limited per client address, per
+// invitation from one client and per invitation
+// (`limits.invitation_accept_*`): over a limit the answer is 429
+// `rate_limited` with `Retry-After`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -30784,7 +30849,12 @@ func (c *ClientWithResponses) AcceptInvitationWithBodyWithResponse(ctx context.C
 // the invitation, and `password` for the account. A new e-mail address gets
 // an account with `password` (at least 8 characters); an existing account
 // must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused.
+// membership. Expired, revoked or used tokens are refused. A missing or
+// malformed password is refused with the same answer whether or not the
+// address has an account. Attempts are limited per client address, per
+// invitation from one client and per invitation
+// (`limits.invitation_accept_*`): over a limit the answer is 429
+// `rate_limited` with `Retry-After`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -30857,7 +30927,9 @@ func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, param
 
 // RemoveMemberWithResponse Remove a member from the workspace
 //
-// Their API keys of this workspace stop working at once.
+// Their API keys of this workspace stop working at once. 409 `conflict` when the
+// member is the workspace's last admin, or an owner or admin of the organization,
+// who act as admin in every workspace of it and keep their membership.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -30872,6 +30944,10 @@ func (c *ClientWithResponses) RemoveMemberWithResponse(ctx context.Context, prin
 
 // UpdateMemberWithBodyWithResponse Change a member's role
 //
+// 409 `conflict` when the member is the workspace's last admin, or an owner or
+// admin of the organization: they act as admin in every workspace of it, so
+// their membership is not changed here (change their organization role).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/v1/members/{principal_id} (the `UpdateMember` operationId).
@@ -30884,6 +30960,10 @@ func (c *ClientWithResponses) UpdateMemberWithBodyWithResponse(ctx context.Conte
 }
 
 // UpdateMemberWithResponse Change a member's role
+//
+// 409 `conflict` when the member is the workspace's last admin, or an owner or
+// admin of the organization: they act as admin in every workspace of it, so
+// their membership is not changed here (change their organization role).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

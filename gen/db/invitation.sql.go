@@ -448,8 +448,7 @@ func (q *Queries) InvitationMarkAccepted(ctx context.Context, db DBTX, arg Invit
 const invitationPreviewByTokenHash = `-- name: InvitationPreviewByTokenHash :one
 SELECT i.id, i.email, i.role, i.expires_at, i.accepted_at, i.revoked_at,
        (i.expires_at <= now())::boolean AS expired,
-       o.name AS organization_name, w.name AS workspace_name, p.display_name AS invited_by,
-       EXISTS (SELECT 1 FROM user_account u WHERE lower(u.email) = lower(i.email))::boolean AS has_account
+       o.name AS organization_name, w.name AS workspace_name, p.display_name AS invited_by
 FROM invitation i
 JOIN organization o ON o.id = i.organization_id
 LEFT JOIN workspace w ON w.id = i.workspace_id
@@ -468,11 +467,10 @@ type InvitationPreviewByTokenHashRow struct {
 	OrganizationName string     `json:"organization_name"`
 	WorkspaceName    *string    `json:"workspace_name"`
 	InvitedBy        string     `json:"invited_by"`
-	HasAccount       bool       `json:"has_account"`
 }
 
 // What the console's accept page shows of an invitation before it is accepted:
-// where it leads, who sent it, and whether the address has an account already.
+// where it leads and who sent it (never whether the address has an account).
 func (q *Queries) InvitationPreviewByTokenHash(ctx context.Context, db DBTX, tokenHash []byte) (InvitationPreviewByTokenHashRow, error) {
 	row := db.QueryRow(ctx, invitationPreviewByTokenHash, tokenHash)
 	var i InvitationPreviewByTokenHashRow
@@ -487,7 +485,6 @@ func (q *Queries) InvitationPreviewByTokenHash(ctx context.Context, db DBTX, tok
 		&i.OrganizationName,
 		&i.WorkspaceName,
 		&i.InvitedBy,
-		&i.HasAccount,
 	)
 	return i, err
 }

@@ -10,6 +10,24 @@ import (
 	"time"
 )
 
+const organizationMemberRoleGet = `-- name: OrganizationMemberRoleGet :one
+SELECT role FROM organization_member
+WHERE organization_id = $1 AND principal_id = $2
+`
+
+type OrganizationMemberRoleGetParams struct {
+	OrganizationID string `json:"organization_id"`
+	PrincipalID    string `json:"principal_id"`
+}
+
+// The principal's role in the organization, if it is a member of it.
+func (q *Queries) OrganizationMemberRoleGet(ctx context.Context, db DBTX, arg OrganizationMemberRoleGetParams) (string, error) {
+	row := db.QueryRow(ctx, organizationMemberRoleGet, arg.OrganizationID, arg.PrincipalID)
+	var role string
+	err := row.Scan(&role)
+	return role, err
+}
+
 const workspaceMemberCountAdmins = `-- name: WorkspaceMemberCountAdmins :one
 SELECT count(*)::int FROM workspace_member WHERE workspace_id = $1 AND role = 'admin'
 `

@@ -214,11 +214,24 @@ type EndpointPolicy struct {
 type Limits struct {
 	RequestBytes int64 `koanf:"request_bytes"`
 	AssetBytes   int64 `koanf:"asset_bytes"`
-	// SignInPerAccountPerMinute bounds console sign-in (and password reset)
-	// attempts per e-mail address.
+	// SignInPerAccountPerClientPerMinute bounds console sign-in (and password
+	// reset) attempts per e-mail address from one client address, so that one
+	// client's failures do not lock the owner out from elsewhere.
+	SignInPerAccountPerClientPerMinute int `koanf:"sign_in_per_account_per_client_per_minute"`
+	// SignInPerAccountPerMinute bounds them per e-mail address from all clients
+	// together: the ceiling on a guess spread over many addresses.
 	SignInPerAccountPerMinute int `koanf:"sign_in_per_account_per_minute"`
 	// SignInPerAddressPerMinute bounds them per client address.
 	SignInPerAddressPerMinute int `koanf:"sign_in_per_address_per_minute"`
+	// InvitationAcceptPerInvitationPerClientPerMinute bounds attempts to accept
+	// one invitation (each checks or sets a password) from one client address.
+	InvitationAcceptPerInvitationPerClientPerMinute int `koanf:"invitation_accept_per_invitation_per_client_per_minute"`
+	// InvitationAcceptPerInvitationPerMinute bounds them per invitation from
+	// all clients together.
+	InvitationAcceptPerInvitationPerMinute int `koanf:"invitation_accept_per_invitation_per_minute"`
+	// InvitationAcceptPerAddressPerMinute bounds acceptance attempts per
+	// client address.
+	InvitationAcceptPerAddressPerMinute int `koanf:"invitation_accept_per_address_per_minute"`
 	// APIRequestsPerKeyPerMinute bounds API requests per API key; 0 disables it.
 	APIRequestsPerKeyPerMinute int `koanf:"api_requests_per_key_per_minute"`
 	// ModelOutputBytes bounds what one model answer carries (text,
@@ -331,16 +344,19 @@ func Default() Config {
 		},
 		EndpointPolicy: EndpointPolicy{AllowedPrefixes: []string{}, AllowedPorts: []int{}, AllowedHosts: []string{}, AllowedSockets: []string{}},
 		Limits: Limits{
-			RequestBytes:               1 << 20,
-			AssetBytes:                 100 << 20,
-			SignInPerAccountPerMinute:  10,
-			SignInPerAddressPerMinute:  30,
-			APIRequestsPerKeyPerMinute: 6000,
-			ModelOutputBytes:           4 << 20,
-			ToolArgumentsBytes:         1 << 20,
-			SubscriptionsPerWorkspace:  20,
-			UnauthenticatedBodyBytes:   16 << 10,
-			UnauthenticatedBodies:      64,
+			RequestBytes:                                    1 << 20,
+			AssetBytes:                                      100 << 20,
+			SignInPerAccountPerClientPerMinute:              10,
+			SignInPerAccountPerMinute:                       100,
+			SignInPerAddressPerMinute:                       30,
+			InvitationAcceptPerInvitationPerClientPerMinute: 10,
+			InvitationAcceptPerInvitationPerMinute:          50,
+			InvitationAcceptPerAddressPerMinute:             30,
+			APIRequestsPerKeyPerMinute:                      6000,
+			ModelOutputBytes:                                4 << 20,
+			ToolArgumentsBytes:                              1 << 20,
+			SubscriptionsPerWorkspace:                       20,
+			UnauthenticatedBodyBytes:                        16 << 10,
 		},
 		Log: Log{Level: "info", Format: "json"},
 	}

@@ -98,8 +98,12 @@ func (c *Config) Validate() error {
 
 	v.positive64("limits.request_bytes", c.Limits.RequestBytes)
 	v.positive64("limits.asset_bytes", c.Limits.AssetBytes)
+	v.positive("limits.sign_in_per_account_per_client_per_minute", c.Limits.SignInPerAccountPerClientPerMinute)
 	v.positive("limits.sign_in_per_account_per_minute", c.Limits.SignInPerAccountPerMinute)
 	v.positive("limits.sign_in_per_address_per_minute", c.Limits.SignInPerAddressPerMinute)
+	v.positive("limits.invitation_accept_per_invitation_per_client_per_minute", c.Limits.InvitationAcceptPerInvitationPerClientPerMinute)
+	v.positive("limits.invitation_accept_per_invitation_per_minute", c.Limits.InvitationAcceptPerInvitationPerMinute)
+	v.positive("limits.invitation_accept_per_address_per_minute", c.Limits.InvitationAcceptPerAddressPerMinute)
 	v.nonNegative("limits.api_requests_per_key_per_minute", c.Limits.APIRequestsPerKeyPerMinute)
 	v.positive64("limits.model_output_bytes", c.Limits.ModelOutputBytes)
 	v.positive64("limits.tool_arguments_bytes", c.Limits.ToolArgumentsBytes)

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"time"
@@ -60,7 +59,7 @@ type Console struct {
 	started     func() bool
 	// secure marks cookies Secure: the public URL is https.
 	secure      bool
-	trusted     []netip.Prefix
+	clients     *ratelimit.Clients
 	mailLinkTTL time.Duration
 }
 
@@ -74,21 +73,18 @@ func New(d Deps) (*Console, error) {
 	if err != nil {
 		return nil, errors.New("console: server.public_url is not a URL")
 	}
-	trusted := make([]netip.Prefix, 0, len(cfg.Server.TrustedProxies))
-	for _, p := range cfg.Server.TrustedProxies {
-		prefix, err := netip.ParsePrefix(p)
-		if err != nil {
-			return nil, fmt.Errorf("console: server.trusted_proxies: %q is not a CIDR prefix", p)
-		}
-		trusted = append(trusted, prefix.Masked())
+	clients, err := ratelimit.NewClients(cfg.Server.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
 	}
 	sessions, err := session.NewService(session.Options{
 		Pool: d.Pool, Keyring: d.Keyring, Limiter: d.Limiter, Log: d.Log,
-		PublicURL:           cfg.Server.PublicURL,
-		SessionTTL:          time.Duration(cfg.Auth.SessionTTLSeconds) * time.Second,
-		MailLinkTTL:         time.Duration(cfg.Auth.MailLinkTTLSeconds) * time.Second,
-		PerAccountPerMinute: cfg.Limits.SignInPerAccountPerMinute,
-		PerAddressPerMinute: cfg.Limits.SignInPerAddressPerMinute,
+		PublicURL:                    cfg.Server.PublicURL,
+		SessionTTL:                   time.Duration(cfg.Auth.SessionTTLSeconds) * time.Second,
+		MailLinkTTL:                  time.Duration(cfg.Auth.MailLinkTTLSeconds) * time.Second,
+		PerAccountPerClientPerMinute: cfg.Limits.SignInPerAccountPerClientPerMinute,
+		PerAccountPerMinute:          cfg.Limits.SignInPerAccountPerMinute,
+		PerAddressPerMinute:          cfg.Limits.SignInPerAddressPerMinute,
 	})
 	if err != nil {
 		return nil, err
@@ -96,6 +92,10 @@ func New(d Deps) (*Console, error) {
 	invitations, err := invitation.NewService(invitation.Options{
 		Pool: d.Pool, Keyring: d.Keyring, PublicURL: cfg.Server.PublicURL,
 		TTL: time.Duration(cfg.Auth.InvitationTTLSeconds) * time.Second, ForgetFunc: d.ForgetFunc,
+		Limiter:                               d.Limiter,
+		AcceptPerAddressPerMinute:             cfg.Limits.InvitationAcceptPerAddressPerMinute,
+		AcceptPerInvitationPerClientPerMinute: cfg.Limits.InvitationAcceptPerInvitationPerClientPerMinute,
+		AcceptPerInvitationPerMinute:          cfg.Limits.InvitationAcceptPerInvitationPerMinute,
 	})
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func New(d Deps) (*Console, error) {
 	}
 	return &Console{
 		log: d.Log, sessions: sessions, invitations: invitations, pages: pg, started: d.Started,
-		secure: public.Scheme == "https", trusted: trusted,
+		secure: public.Scheme == "https", clients: clients,
 		mailLinkTTL: time.Duration(cfg.Auth.MailLinkTTLSeconds) * time.Second,
 	}, nil
 }

@@ -70,6 +70,12 @@ func setup(t *testing.T, configure ...func(*config.Config)) *testBundle {
 	return b
 }
 
+// trustLoopback makes the test client a trusted proxy, so that browsers can
+// stand for different client addresses (browser.from).
+func trustLoopback(c *config.Config) {
+	c.Server.TrustedProxies = []string{"127.0.0.0/8", "::1/128"}
+}
+
 // secret remembers a value the logs must never contain.
 func (b *testBundle) secret(s string) {
 	b.mu.Lock()
@@ -101,6 +107,10 @@ type browser struct {
 	c    *http.Client
 	jar  *cookiejar.Jar
 	base *url.URL
+	// from, when set, is the client address the browser claims through
+	// X-Forwarded-For; it counts only when the harness trusts its proxy
+	// (trustLoopback).
+	from string
 }
 
 func (b *testBundle) browser(t *testing.T) *browser {
@@ -127,6 +137,9 @@ type page struct {
 
 func (br *browser) do(t *testing.T, req *http.Request) page {
 	t.Helper()
+	if br.from != "" {
+		req.Header.Set("X-Forwarded-For", br.from)
+	}
 	start := time.Now()
 	resp, err := br.c.Do(req)
 	require.NoError(t, err)

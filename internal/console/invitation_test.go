@@ -3,12 +3,14 @@ package console_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/gen/client"
+	"github.com/svcdev/svc/internal/config"
 )
 
 // invite invites email to the admin's workspace (or, with org, its
@@ -89,16 +91,14 @@ func TestAcceptInvitationExistingAccount(t *testing.T) {
 	require.Equal(t, http.StatusOK, page.status, page.body)
 	require.Contains(t, page.body, "Join Default organization")
 	require.NotContains(t, page.body, "<dt>Workspace</dt>")
-	require.Contains(t, page.body, "You already have an account")
-	require.Contains(t, page.body, `autocomplete="current-password"`, "an existing account confirms with its password")
-	require.NotContains(t, page.body, `name="password_confirmation"`)
+	require.Contains(t, page.body, "If you already have an svc account with this e-mail address, enter its password")
 
 	// The link alone does not attach an account: its password is required.
 	for _, pw := range []string{"", "not the password"} {
-		refused := br.submit(t, path, "/invitations/accept", url.Values{"existing": {"1"}, "password": {pw}})
+		refused := br.submit(t, path, "/invitations/accept", url.Values{"password": {pw}, "password_confirmation": {pw}})
 		require.Equal(t, http.StatusUnprocessableEntity, refused.status, refused.body)
 	}
-	done := br.submit(t, path, "/invitations/accept", url.Values{"existing": {"1"}, "password": {"member password"}})
+	done := br.submit(t, path, "/invitations/accept", url.Values{"password": {"member password"}, "password_confirmation": {"member password"}})
 	require.Equal(t, http.StatusSeeOther, done.status, done.body)
 	br.signIn(t, m.Email, "member password")
 	require.Contains(t, br.get(t, "/").body, `<span>Default organization</span><span class="badge">admin</span>`)
@@ -135,7 +135,81 @@ func TestAcceptInvitationRefusals(t *testing.T) {
 	p = br.get(t, disabled)
 	require.Equal(t, http.StatusOK, p.status)
 	b.exec(t, `UPDATE user_account SET disabled_at = now() WHERE id = $1`, m.UserID)
-	p = br.submit(t, disabled, "/invitations/accept", url.Values{"existing": {"1"}, "password": {"member password"}})
+	p = br.submit(t, disabled, "/invitations/accept", url.Values{"password": {"member password"}, "password_confirmation": {"member password"}})
 	require.Equal(t, http.StatusForbidden, p.status)
 	require.Contains(t, p.body, "This account is disabled")
+}
+
+// TestInvitationPageDoesNotTellAccounts: the inviter holds the invitation link
+// too, so the page and the form's refusals are the same for an address that
+// has an account and one that has none (apart from the token and the address).
+func TestInvitationPageDoesNotTellAccounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	m := b.member(t, "viewer", "member password")
+	b.exec(t, `DELETE FROM workspace_member WHERE principal_id = $1`, m.PrincipalID)
+	existing := b.invite(t, m.Email, "editor", false)
+	fresh := b.invite(t, "nobody.yet@example.com", "editor", false)
+	br := b.browser(t)
+
+	// normalized removes what differs by design: the token and the address.
+	normalized := func(path, email, body string) string {
+		token := strings.TrimPrefix(path, "/invitations/accept?token=")
+		return strings.ReplaceAll(strings.ReplaceAll(body, token, "TOKEN"), email, "EMAIL")
+	}
+	pageOf := func(path, email string) page {
+		p := br.get(t, path)
+		require.Equal(t, http.StatusOK, p.status, p.body)
+		p.body = normalized(path, email, p.body)
+		return p
+	}
+	a, c := pageOf(existing, m.Email), pageOf(fresh, "nobody.yet@example.com")
+	require.Equal(t, a.body, c.body, "the page does not tell whether the address has an account")
+
+	for _, fields := range []url.Values{
+		{},
+		{"password": {"short"}, "password_confirmation": {"short"}},
+		{"password": {"one password"}, "password_confirmation": {"another password"}},
+	} {
+		ra := br.submit(t, existing, "/invitations/accept", fields)
+		rc := br.submit(t, fresh, "/invitations/accept", fields)
+		require.Equal(t, http.StatusUnprocessableEntity, ra.status)
+		require.Equal(t, ra.status, rc.status)
+		require.Equal(t, normalized(existing, m.Email, ra.body), normalized(fresh, "nobody.yet@example.com", rc.body), "the refusal does not tell either")
+	}
+}
+
+// TestAcceptFormIsRateLimited: a client that keeps guessing the password of
+// the account an invitation is for is refused with 429 and Retry-After; the
+// invitee from another client address still accepts with the right password.
+func TestAcceptFormIsRateLimited(t *testing.T) {
+	t.Parallel()
+	b := setup(t, trustLoopback, func(c *config.Config) {
+		c.Limits.InvitationAcceptPerInvitationPerClientPerMinute = 5
+	})
+	m := b.member(t, "viewer", "member password")
+	b.exec(t, `DELETE FROM workspace_member WHERE principal_id = $1`, m.PrincipalID)
+	path := b.invite(t, m.Email, "editor", false)
+
+	attacker := b.browser(t)
+	attacker.from = "198.51.100.66"
+	wrong := url.Values{"password": {"guess password"}, "password_confirmation": {"guess password"}}
+	for i := range 5 {
+		p := attacker.submit(t, path, "/invitations/accept", wrong)
+		require.Equal(t, http.StatusUnprocessableEntity, p.status, "attempt %d", i+1)
+	}
+	p := attacker.submit(t, path, "/invitations/accept", wrong)
+	require.Equal(t, http.StatusTooManyRequests, p.status, p.body)
+	requirePageHeaders(t, p)
+	retry, err := strconv.Atoi(p.header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.True(t, retry >= 1 && retry <= 60, "Retry-After %d", retry)
+	require.Contains(t, p.body, "Too many attempts to accept this invitation.")
+	right := url.Values{"password": {"member password"}, "password_confirmation": {"member password"}}
+	require.Equal(t, http.StatusTooManyRequests, attacker.submit(t, path, "/invitations/accept", right).status, "the guessing client stays refused")
+
+	invitee := b.browser(t)
+	invitee.from = "203.0.113.10"
+	done := invitee.submit(t, path, "/invitations/accept", right)
+	require.Equal(t, http.StatusSeeOther, done.status, done.body)
 }

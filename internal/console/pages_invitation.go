@@ -2,7 +2,9 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/invitation"
@@ -20,33 +22,44 @@ var (
 	msgAcceptConflict     = message{"Please try again", "Someone else changed this invitation or account at the same moment. Go back, reload the page and try again.", "/", "Go to the start page"}
 )
 
-// acceptForm shows the invitation and asks for a password: a new one for a new
-// address, the account's own otherwise (GET /invitations/accept?token=...). The token travels on in a hidden field.
+// acceptForm shows the invitation and asks for a password
+// (GET /invitations/accept?token=...). The page is the same whether or not the
+// address has an account: it asks for the account's password or a new one in
+// the same words, so the inviter, who holds the link too, learns nothing. The
+// token travels on in a hidden field.
 func (c *Console) acceptForm(r *request) error {
 	token := r.ec.QueryParam("token")
 	return c.showInvitation(r, http.StatusOK, token, view{})
 }
 
 // accept accepts the invitation (POST /invitations/accept): 303 to the sign-in
-// page, or the form again with 422 when the password or name is refused.
+// page, the form again with 422 when the password or name is refused, or with
+// 429 and Retry-After over the acceptance rate limits.
 func (c *Console) accept(r *request) error {
 	token := r.form.Get("token")
 	form := view{Form: map[string]string{"display_name": r.form.Get("display_name")}}
 	pw := r.form.Get("password")
-	// A new account's password is typed twice; an existing account confirms
-	// with its own password once.
-	if r.form.Get("existing") != "1" && pw != r.form.Get("password_confirmation") {
-		form.Error = "Choose the password again."
+	// The password is typed twice in every case: the form cannot know (and must
+	// not show) whether it is an existing account's or a new one.
+	if pw != r.form.Get("password_confirmation") {
+		form.Error = "Type the password again."
 		form.Fields = map[string]string{"password_confirmation": "The two passwords differ."}
 		return c.showInvitation(r, http.StatusUnprocessableEntity, token, form)
 	}
 	_, err := c.invitations.Accept(r.ec.Request().Context(), invitation.AcceptInput{
-		Token: token, Password: pw, DisplayName: r.form.Get("display_name"),
+		Token: token, Password: pw, DisplayName: r.form.Get("display_name"), ClientAddr: c.clientAddr(r.ec.Request()),
 	})
 	if err == nil {
 		return r.ec.Redirect(http.StatusSeeOther, "/sign-in?notice=invitation_accepted")
 	}
-	if ae, ok := apperr.As(err); ok && ae.Kind == apperr.KindInvalidArgument {
+	ae, ok := apperr.As(err)
+	switch {
+	case ok && ae.Kind == apperr.KindRateLimited:
+		seconds := ae.RetryAfterSeconds()
+		r.ec.Response().Header().Set("Retry-After", strconv.Itoa(seconds))
+		form.Error = fmt.Sprintf("Too many attempts to accept this invitation. Wait %s and try again.", plural(seconds, "second"))
+		return c.showInvitation(r, http.StatusTooManyRequests, token, form)
+	case ok && ae.Kind == apperr.KindInvalidArgument:
 		form.Error = "Check the fields below."
 		form.Fields = map[string]string{}
 		for _, d := range ae.Details {

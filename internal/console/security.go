@@ -7,9 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -142,45 +140,8 @@ func (c *Console) clearSession(r *request) {
 	r.ec.SetCookie(ck)
 }
 
-// clientAddr is the address rate limits count a request against: the
-// connection's peer, or, when the peer is a trusted proxy (server.
-// trusted_proxies), the right-most X-Forwarded-For address that is not itself
-// a trusted proxy. IPv6 clients are counted per /64, the block one subscriber
-// usually holds.
+// clientAddr is the address rate limits count a request against
+// (ratelimit.Clients.Addr).
 func (c *Console) clientAddr(req *http.Request) string {
-	host, _, err := net.SplitHostPort(req.RemoteAddr)
-	if err != nil {
-		host = req.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return ""
-	}
-	addr = addr.Unmap()
-	if c.isTrusted(addr) {
-		hops := strings.Split(strings.Join(req.Header.Values("X-Forwarded-For"), ","), ",")
-		for i := len(hops) - 1; i >= 0; i-- {
-			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
-				break // a malformed entry: trust nothing to its left
-			}
-			addr = hop.Unmap()
-			if !c.isTrusted(addr) {
-				break
-			}
-		}
-	}
-	if addr.Is6() {
-		return netip.PrefixFrom(addr, 64).Masked().String()
-	}
-	return addr.String()
-}
-
-func (c *Console) isTrusted(a netip.Addr) bool {
-	for _, p := range c.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return c.clients.Addr(req)
 }

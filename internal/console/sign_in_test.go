@@ -222,7 +222,7 @@ func TestSessionExpiryAndDisabledUser(t *testing.T) {
 func TestRateLimitedSignIn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *config.Config) {
-		c.Limits.SignInPerAccountPerMinute = 3
+		c.Limits.SignInPerAccountPerClientPerMinute = 3
 		c.Limits.SignInPerAddressPerMinute = 5
 	})
 	br := b.browser(t)
@@ -247,6 +247,55 @@ func TestRateLimitedSignIn(t *testing.T) {
 	p = br.submit(t, "/sign-in", "/sign-in", url.Values{"email": {"else@example.com"}, "password": {"other password"}})
 	require.Equal(t, http.StatusTooManyRequests, p.status, "over the address's limit")
 	require.NotEmpty(t, p.header.Get("Retry-After"))
+}
+
+// TestSignInFailuresDoNotLockTheOwnerOut: a client that keeps guessing an
+// account's password is stopped, but the owner signs in from another client
+// address; a guess spread over many client addresses still meets the
+// account's ceiling.
+func TestSignInFailuresDoNotLockTheOwnerOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, trustLoopback, func(c *config.Config) {
+		c.Limits.SignInPerAccountPerClientPerMinute = 10
+		c.Limits.SignInPerAccountPerMinute = 13
+	})
+	attacker := b.browser(t)
+	attacker.from = "198.51.100.66"
+	wrong := url.Values{"email": {b.admin.Email}, "password": {"wrong password"}}
+	for i := range 10 {
+		require.Equal(t, http.StatusUnprocessableEntity, attacker.submit(t, "/sign-in", "/sign-in", wrong).status, "attempt %d", i+1)
+	}
+	p := attacker.submit(t, "/sign-in", "/sign-in", wrong)
+	require.Equal(t, http.StatusTooManyRequests, p.status)
+	require.NotEmpty(t, p.header.Get("Retry-After"))
+
+	owner := b.browser(t)
+	owner.from = "203.0.113.10"
+	owner.signIn(t, b.admin.Email, adminPassword)
+	require.Equal(t, b.admin.Email, owner.signedInAs(t), "the owner is not locked out by another client's failures")
+
+	p = attacker.submit(t, "/sign-in", "/sign-in", url.Values{"email": {b.admin.Email}, "password": {adminPassword}})
+	require.Equal(t, http.StatusTooManyRequests, p.status, "the attacker's client stays refused, even with the right password")
+	require.Empty(t, attacker.cookie("svc_session"))
+
+	// A distributed guess: the ceiling has counted eleven attempts (the
+	// attacker's ten and the owner's; refused attempts are not counted), so two
+	// more clients fit under it and the third is refused. (A slow run may let a
+	// few more in as the oldest attempts leave the sliding window.)
+	var refused page
+	for i := range 12 {
+		br := b.browser(t)
+		br.from = "192.0.2." + strconv.Itoa(10+i)
+		p := br.submit(t, "/sign-in", "/sign-in", wrong)
+		if p.status == http.StatusTooManyRequests {
+			refused = p
+			break
+		}
+		require.Equal(t, http.StatusUnprocessableEntity, p.status)
+	}
+	require.Equal(t, http.StatusTooManyRequests, refused.status, "the account's ceiling stops a guess spread over many clients")
+	require.NotEmpty(t, refused.header.Get("Retry-After"))
+	require.Contains(t, refused.body, "Too many attempts.")
 }
 
 // TestSignInWithoutRedis: while Redis is lost, sign-in works without limits.

@@ -4,17 +4,21 @@ import (
 	"context"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/invitation"
+	"github.com/svcdev/svc/internal/ratelimit"
 	"github.com/svcdev/svc/internal/resource"
 )
 
 // InvitationHandlers implements the invitations operations.
 type InvitationHandlers struct {
 	svc *invitation.Service
+	// clients tells the client address acceptance attempts are counted against.
+	clients *ratelimit.Clients
 }
 
 // NewInvitationHandlers builds the handlers and their service.
@@ -23,17 +27,27 @@ func NewInvitationHandlers(deps Deps) (*InvitationHandlers, error) {
 	if deps.Auth != nil {
 		forget = deps.Auth.Forget
 	}
+	clients, err := ratelimit.NewClients(deps.Config.Server.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	lim := deps.Config.Limits
 	svc, err := invitation.NewService(invitation.Options{
 		Pool:       deps.Pool,
 		Keyring:    deps.Keyring,
 		PublicURL:  deps.Config.Server.PublicURL,
 		TTL:        time.Duration(deps.Config.Auth.InvitationTTLSeconds) * time.Second,
 		ForgetFunc: forget,
+		Limiter:    ratelimit.New(deps.Redis, deps.Config.Redis.KeyPrefix, deps.Log),
+		// The console's acceptance form counts in the same buckets.
+		AcceptPerAddressPerMinute:             lim.InvitationAcceptPerAddressPerMinute,
+		AcceptPerInvitationPerClientPerMinute: lim.InvitationAcceptPerInvitationPerClientPerMinute,
+		AcceptPerInvitationPerMinute:          lim.InvitationAcceptPerInvitationPerMinute,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &InvitationHandlers{svc: svc}, nil
+	return &InvitationHandlers{svc: svc, clients: clients}, nil
 }
 
 // CreateWorkspaceInvitation invites an address to the key's workspace.
@@ -114,7 +128,7 @@ func (h *InvitationHandlers) RevokeInvitation(ctx context.Context, req api.Revok
 
 // AcceptInvitation accepts an invitation by its token; it needs no API key.
 func (h *InvitationHandlers) AcceptInvitation(ctx context.Context, req api.AcceptInvitationRequestObject) (api.AcceptInvitationResponseObject, error) {
-	in := invitation.AcceptInput{Token: req.Body.Token}
+	in := invitation.AcceptInput{Token: req.Body.Token, ClientAddr: ratelimit.ClientAddr(ctx)}
 	if req.Body.Password != nil {
 		in.Password = *req.Body.Password
 	}
@@ -128,6 +142,20 @@ func (h *InvitationHandlers) AcceptInvitation(ctx context.Context, req api.Accep
 	return api.AcceptInvitation200JSONResponse{
 		Invitation: toAPIInvitation(res.Invitation), UserId: res.UserID, PrincipalId: res.PrincipalID,
 	}, nil
+}
+
+// withClientAddr is the strict middleware of acceptInvitation: it puts the
+// client's address (ratelimit.Clients) into the request's context, where the
+// handler finds it; the strict handler sees only the context.
+func (h *InvitationHandlers) withClientAddr(f api.StrictHandlerFunc, operationID string) api.StrictHandlerFunc {
+	if operationID != "AcceptInvitation" {
+		return f
+	}
+	return func(ec echo.Context, request any) (any, error) {
+		req := ec.Request()
+		ec.SetRequest(req.WithContext(ratelimit.WithClientAddr(req.Context(), h.clients.Addr(req))))
+		return f(ec, request)
+	}
 }
 
 func invitationPath(id string) string { return "/api/v1/invitations/" + id }

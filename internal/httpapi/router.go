@@ -118,7 +118,7 @@ func New(opts Options) (*echo.Echo, error) {
 	if srv.RunHandlers, err = NewRunHandlers(opts.Deps, func() bool { return !opts.Health.Started() }); err != nil {
 		return nil, err
 	}
-	handlers := api.NewStrictHandler(srv, nil)
+	handlers := api.NewStrictHandler(srv, []api.StrictMiddlewareFunc{srv.InvitationHandlers.withClientAddr})
 
 	c, err := loadContract()
 	if err != nil {

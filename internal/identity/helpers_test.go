@@ -68,6 +68,13 @@ func (b *testBundle) member(t *testing.T, o testfactory.MemberOpts) testfactory.
 	return testfactory.AddMember(t, b.h.App.Pool, b.admin.OrganizationID, b.admin.WorkspaceID, o)
 }
 
+// exec runs a statement against the test database.
+func (b *testBundle) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	_, err := b.h.App.Pool.Exec(context.Background(), sql, args...)
+	require.NoError(t, err)
+}
+
 // count counts rows of a query.
 func (b *testBundle) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +71,11 @@ type RemoveMemberInput struct {
 	IfMatch     *string
 }
 
+// errOrganizationAdmin refuses to demote or remove the workspace membership
+// of an organization owner or admin.
+var errOrganizationAdmin = apperr.New(apperr.KindConflict,
+	"this member is an owner or admin of the organization and acts as admin in all its workspaces: change their organization role first")
+
 // errLastAdmin refuses a change that would leave a workspace without an admin
 // member.
 var errLastAdmin = apperr.New(apperr.KindConflict, "this is the workspace's last admin: make another member admin first")
@@ -93,6 +99,9 @@ func (s *Service) UpdateMember(ctx context.Context, c *auth.Caller, in UpdateMem
 		if cur.Role == in.Role {
 			return cur, nil
 		}
+		if err := s.keepOrganizationAdmin(ctx, tx, c.OrganizationID, in.PrincipalID); err != nil {
+			return Member{}, err
+		}
 		if err := s.keepAnAdmin(ctx, tx, c.WorkspaceID, cur.Role); err != nil {
 			return Member{}, err
 		}
@@ -114,9 +123,9 @@ func (s *Service) UpdateMember(ctx context.Context, c *auth.Caller, in UpdateMem
 }
 
 // RemoveMember removes a member from the caller's workspace and revokes the
-// member's keys of the workspace, so they stop working at once even for an
-// organization admin (whom membership alone does not bind). The workspace always
-// keeps at least one admin member.
+// member's keys of the workspace, so they stop working at once. Organization
+// owners and admins, who act as admin in every workspace, cannot be removed or
+// demoted (409 conflict). The workspace always keeps at least one admin member.
 func (s *Service) RemoveMember(ctx context.Context, c *auth.Caller, in RemoveMemberInput) error {
 	if err := auth.Require(c, auth.PermAdmin); err != nil {
 		return err
@@ -124,6 +133,9 @@ func (s *Service) RemoveMember(ctx context.Context, c *auth.Caller, in RemoveMem
 	err := dbx.WithTx(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) error {
 		cur, err := s.lockMember(ctx, tx, c.WorkspaceID, in.PrincipalID, in.IfMatch)
 		if err != nil {
+			return err
+		}
+		if err := s.keepOrganizationAdmin(ctx, tx, c.OrganizationID, in.PrincipalID); err != nil {
 			return err
 		}
 		if err := s.keepAnAdmin(ctx, tx, c.WorkspaceID, cur.Role); err != nil {
@@ -170,6 +182,25 @@ func (s *Service) lockMember(ctx context.Context, tx pgx.Tx, workspaceID, princi
 		return Member{}, err
 	}
 	return memberOf(db.WorkspaceMemberListRow(row)), nil
+}
+
+// keepOrganizationAdmin refuses to change the workspace membership of an owner
+// or admin of the organization. They act as admin in every workspace of it
+// whatever their membership says, so a demotion would change nothing, and a
+// removal would revoke their keys of the workspace: an owner whose only keys
+// were there would have no way back in. Their access changes with their
+// organization role, not here.
+func (s *Service) keepOrganizationAdmin(ctx context.Context, tx pgx.Tx, organizationID, principalID string) error {
+	role, err := s.q.OrganizationMemberRoleGet(ctx, tx, db.OrganizationMemberRoleGetParams{OrganizationID: organizationID, PrincipalID: principalID})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return dbx.Translate(err, "organization member")
+	case role == auth.OrgOwner || role == auth.OrgAdmin:
+		return errOrganizationAdmin
+	}
+	return nil
 }
 
 // keepAnAdmin refuses to demote or remove a member whose role is currentRole

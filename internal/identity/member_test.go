@@ -97,7 +97,6 @@ func TestRemoveMember(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	bob := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleEditor})
-	orgAdmin := b.member(t, testfactory.MemberOpts{OrganizationRole: auth.OrgAdmin, WorkspaceRole: auth.RoleViewer, KeyRole: auth.RoleAdmin})
 	require.Equal(t, http.StatusOK, status(t, b.do(t, bob.Token, http.MethodGet, "/api/v1/me", nil)))
 
 	path := "/api/v1/members/" + bob.PrincipalID
@@ -111,37 +110,80 @@ func TestRemoveMember(t *testing.T) {
 	require.Equal(t, "not_found", errorCode(t, b.do(t, b.admin.APIKey, http.MethodDelete, path, nil, "If-Match", "*"), http.StatusNotFound))
 	require.Zero(t, b.count(t, "SELECT count(*) FROM workspace_member WHERE principal_id = $1", bob.PrincipalID))
 
-	// An organization admin keeps admin rights without membership, so removal
-	// revokes the member's keys of the workspace: they stop working all the same.
-	resp = b.do(t, b.admin.APIKey, http.MethodDelete, "/api/v1/members/"+orgAdmin.PrincipalID, nil, "If-Match", "*")
-	require.Equal(t, http.StatusNoContent, status(t, resp))
-	require.Equal(t, "unauthenticated", errorCode(t, b.do(t, orgAdmin.Token, http.MethodGet, "/api/v1/me", nil), http.StatusUnauthorized))
-
 	evs := b.events(t, b.admin.APIKey)
 	removed := eventsOf(evs, "member.removed")
-	require.Len(t, removed, 2)
-	require.Equal(t, orgAdmin.PrincipalID, removed[0].SubjectId)
-	require.Equal(t, bob.PrincipalID, removed[1].SubjectId)
+	require.Len(t, removed, 1)
+	require.Equal(t, bob.PrincipalID, removed[0].SubjectId)
 	revoked := eventsOf(evs, "api_key.revoked")
-	require.Len(t, revoked, 2)
-	require.Equal(t, orgAdmin.KeyID, revoked[0].SubjectId)
-	require.Equal(t, bob.KeyID, revoked[1].SubjectId)
+	require.Len(t, revoked, 1)
+	require.Equal(t, bob.KeyID, revoked[0].SubjectId)
 	require.Equal(t, resp.Header.Get("X-Request-Id"), revoked[0].RequestId.MustGet())
 	require.Equal(t, resp.Header.Get("X-Request-Id"), removed[0].RequestId.MustGet())
-	for _, e := range revoked {
-		require.Equal(t, []string{"revoked_at"}, e.ChangedFields)
-		require.Equal(t, b.admin.PrincipalID, e.ActorId.MustGet())
+	require.Equal(t, []string{"revoked_at"}, revoked[0].ChangedFields)
+	require.Equal(t, b.admin.PrincipalID, revoked[0].ActorId.MustGet())
+}
+
+// TestOrganizationAdminsKeepTheirWorkspaces: a workspace admin can neither
+// remove nor demote the workspace membership of the organization's owner or
+// of an organization admin (409 conflict, nothing changes). Removing it would
+// revoke their keys of the workspace and leave an owner with no way back in.
+// Afterwards the owner still lists the workspace, acts as admin in it and
+// makes keys for it.
+func TestOrganizationAdminsKeepTheirWorkspaces(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	wsAdmin := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleAdmin})
+	orgAdmin := b.member(t, testfactory.MemberOpts{OrganizationRole: auth.OrgAdmin, WorkspaceRole: auth.RoleViewer, KeyRole: auth.RoleAdmin})
+	for _, pri := range []string{b.admin.PrincipalID, orgAdmin.PrincipalID} {
+		path := "/api/v1/members/" + pri
+		resp := b.do(t, wsAdmin.Token, http.MethodDelete, path, nil, "If-Match", "*")
+		e := decode[client.Error](t, resp, http.StatusConflict)
+		require.EqualValues(t, "conflict", e.Error.Code)
+		require.Contains(t, e.Error.Message, "acts as admin in all its workspaces")
+		require.Equal(t, "conflict", errorCode(t, b.do(t, wsAdmin.Token, http.MethodPatch, path, map[string]any{"role": "editor"}, "If-Match", "*"), http.StatusConflict))
 	}
+	require.Equal(t, 2, b.count(t, "SELECT count(*) FROM workspace_member WHERE principal_id IN ($1, $2) AND version = 1", b.admin.PrincipalID, orgAdmin.PrincipalID))
+	require.Zero(t, b.count(t, "SELECT count(*) FROM api_key WHERE revoked_at IS NOT NULL"))
+	require.Empty(t, eventsOf(b.events(t, b.admin.APIKey), "member.removed"))
+
+	for _, token := range []string{b.admin.APIKey, orgAdmin.Token} {
+		me, err := b.h.Client(t, token).GetMeWithResponse(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, me.StatusCode())
+		require.EqualValues(t, "admin", me.JSON200.Role)
+	}
+	members := decode[client.MemberPage](t, b.do(t, b.admin.APIKey, http.MethodGet, "/api/v1/members", nil), http.StatusOK)
+	var ids []string
+	for _, m := range members.Items {
+		ids = append(ids, m.Principal.Id)
+	}
+	require.Contains(t, ids, b.admin.PrincipalID)
+	ws := decode[client.WorkspacePage](t, b.do(t, b.admin.APIKey, http.MethodGet, "/api/v1/workspaces", nil), http.StatusOK)
+	var wsIDs []string
+	for _, w := range ws.Items {
+		wsIDs = append(wsIDs, w.Id)
+	}
+	require.Contains(t, wsIDs, b.admin.WorkspaceID)
+	key := decode[client.CreatedAPIKey](t, b.do(t, b.admin.APIKey, http.MethodPost, "/api/v1/api-keys", map[string]any{"name": "after", "role": "admin"}), http.StatusCreated)
+	require.Equal(t, http.StatusOK, status(t, b.do(t, key.Token, http.MethodGet, "/api/v1/api-keys", nil)), "the new key acts as admin")
+
+	// The workspace admin can still remove ordinary members.
+	bob := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleEditor})
+	require.Equal(t, http.StatusNoContent, status(t, b.do(t, wsAdmin.Token, http.MethodDelete, "/api/v1/members/"+bob.PrincipalID, nil, "If-Match", "*")))
 }
 
 // TestLastAdminIsKept: the workspace's only admin member can be neither demoted
-// nor removed, whoever asks; with a second admin, either can go.
+// nor removed, whoever asks; with a second admin, either can go. The workspace
+// is left with admin members who are not organization admins (whose
+// membership cannot change at all).
 func TestLastAdminIsKept(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	orgOwner := b.member(t, testfactory.MemberOpts{OrganizationRole: auth.OrgOwner, KeyRole: auth.RoleAdmin})
-	self := "/api/v1/members/" + b.admin.PrincipalID
-	for _, token := range []string{b.admin.APIKey, orgOwner.Token} {
+	first := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleAdmin})
+	b.exec(t, "DELETE FROM workspace_member WHERE principal_id = $1", b.admin.PrincipalID)
+	self := "/api/v1/members/" + first.PrincipalID
+	for _, token := range []string{first.Token, orgOwner.Token} {
 		require.Equal(t, "conflict", errorCode(t, b.do(t, token, http.MethodPatch, self, map[string]any{"role": "editor"}, "If-Match", "*"), http.StatusConflict))
 		require.Equal(t, "conflict", errorCode(t, b.do(t, token, http.MethodDelete, self, nil, "If-Match", "*"), http.StatusConflict))
 	}
@@ -150,12 +192,8 @@ func TestLastAdminIsKept(t *testing.T) {
 	second := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleAdmin})
 	resp := b.do(t, second.Token, http.MethodPatch, self, map[string]any{"role": "viewer"}, "If-Match", "*")
 	require.EqualValues(t, "viewer", decode[client.Member](t, resp, http.StatusOK).Role)
-	// The bootstrap admin is still the organization's owner, so acts as admin anyway.
-	me, err := b.h.Client(t, b.admin.APIKey).GetMeWithResponse(t.Context())
-	require.NoError(t, err)
-	require.EqualValues(t, "admin", me.JSON200.Role)
 	// Now the second admin is the last one.
-	require.Equal(t, "conflict", errorCode(t, b.do(t, b.admin.APIKey, http.MethodDelete, "/api/v1/members/"+second.PrincipalID, nil, "If-Match", "*"), http.StatusConflict))
+	require.Equal(t, "conflict", errorCode(t, b.do(t, orgOwner.Token, http.MethodDelete, "/api/v1/members/"+second.PrincipalID, nil, "If-Match", "*"), http.StatusConflict))
 }
 
 // TestConcurrentDemotionsKeepAnAdmin: of two admins demoted at once by two
@@ -165,8 +203,10 @@ func TestConcurrentDemotionsKeepAnAdmin(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	x := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleAdmin})
+	y := b.member(t, testfactory.MemberOpts{WorkspaceRole: auth.RoleAdmin})
 	owner2 := b.member(t, testfactory.MemberOpts{OrganizationRole: auth.OrgOwner, KeyRole: auth.RoleAdmin})
-	pairs := [][2]string{{b.admin.APIKey, x.PrincipalID}, {owner2.Token, b.admin.PrincipalID}}
+	b.exec(t, "DELETE FROM workspace_member WHERE principal_id = $1", b.admin.PrincipalID)
+	pairs := [][2]string{{b.admin.APIKey, x.PrincipalID}, {owner2.Token, y.PrincipalID}}
 	for _, p := range pairs {
 		require.Equal(t, http.StatusOK, status(t, b.do(t, p[0], http.MethodGet, "/api/v1/me", nil)), "warm the key cache")
 	}

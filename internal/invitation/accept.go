@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/audit"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
@@ -31,15 +32,26 @@ type AcceptResult struct {
 // account: a new address gets an account (principal of kind user, named
 // DisplayName or the address, with an argon2id hash of Password); an existing
 // account must give its own password (ErrWrongPassword otherwise), keeps its
-// name, and is refused when disabled. The membership is added unless the principal already has one,
-// whose role then stays as it is. Unknown tokens are ErrNotFound; revoked,
-// expired and accepted invitations are ErrRevoked, ErrExpired and ErrAccepted.
+// name, and is refused when disabled. The membership is added unless the
+// principal already has one, whose role then stays as it is. Unknown tokens are
+// ErrNotFound; revoked, expired and accepted invitations are ErrRevoked,
+// ErrExpired and ErrAccepted.
+//
+// Attempts are rate limited per client address, per invitation from that
+// client and per invitation (429 rate_limited), whether or not the address has an account, and both cases pay
+// for one argon2id run: up to the password check, neither the answers nor their
+// timing tell the token's holder whether the address has an account.
 func (s *Service) Accept(ctx context.Context, in AcceptInput) (AcceptResult, error) {
 	if err := in.Validate(); err != nil {
 		return AcceptResult{}, err
 	}
 	if !wellFormed(in.Token) {
 		return AcceptResult{}, ErrNotFound
+	}
+	if in.ClientAddr != "" {
+		if err := s.limit(ctx, "address:"+in.ClientAddr, s.perAddr); err != nil {
+			return AcceptResult{}, err
+		}
 	}
 	hash := hashToken(in.Token)
 	// A first look outside any transaction refuses unknown and spent tokens and a
@@ -50,6 +62,18 @@ func (s *Service) Accept(ctx context.Context, in AcceptInput) (AcceptResult, err
 		return AcceptResult{}, notFound(err)
 	}
 	if err := usable(pre.Invitation, pre.Expired); err != nil {
+		return AcceptResult{}, err
+	}
+	// The invitation from this client first, so that a refused client does not
+	// use up the invitation's shared ceiling: a client that keeps guessing is
+	// stopped early without holding back the invitee elsewhere.
+	inv := "invitation:" + pre.Invitation.ID
+	if in.ClientAddr != "" {
+		if err := s.limit(ctx, inv+":client:"+in.ClientAddr, s.perInvCli); err != nil {
+			return AcceptResult{}, err
+		}
+	}
+	if err := s.limit(ctx, inv, s.perInv); err != nil {
 		return AcceptResult{}, err
 	}
 	if in.Password == "" {
@@ -80,17 +104,33 @@ func (s *Service) Accept(ctx context.Context, in AcceptInput) (AcceptResult, err
 	return res, nil
 }
 
+// acceptWindow is the window of the acceptance rate limits.
+const acceptWindow = time.Minute
+
+// limit counts an acceptance attempt in the bucket invitation_accept:<name>,
+// refusing with rate_limited over limit. Names hold no secret: a client
+// address or an invitation id.
+func (s *Service) limit(ctx context.Context, name string, limit int) error {
+	if d := s.limiter.Allow(ctx, "invitation_accept:"+name, limit, acceptWindow); !d.Allowed {
+		return apperr.RateLimited("too many attempts to accept an invitation; wait a moment and try again", d.RetryAfter)
+	}
+	return nil
+}
+
 // verifyAccountPassword checks pw against the account with the address email.
+// An account without a password is checked against password.Unusable, so the
+// refusal costs the same argon2id run as a wrong password.
 func (s *Service) verifyAccountPassword(ctx context.Context, email, pw string) error {
 	user, err := s.q.UserGetByEmail(ctx, s.pool, email)
 	if err != nil {
 		return dbx.Translate(err, "user")
 	}
-	if user.PasswordHash == nil {
-		return ErrWrongPassword
+	hash := password.Unusable
+	if user.PasswordHash != nil {
+		hash = *user.PasswordHash
 	}
-	ok, err := password.Verify(pw, *user.PasswordHash)
-	if err != nil || !ok {
+	ok, err := password.Verify(pw, hash)
+	if err != nil || !ok || user.PasswordHash == nil {
 		return ErrWrongPassword
 	}
 	return nil

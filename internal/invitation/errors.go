@@ -18,13 +18,14 @@ var (
 	ErrPending = apperr.New(apperr.KindAlreadyExists, "a pending invitation for this address already exists")
 	// ErrAccountDisabled: the invitee's account is disabled by an operator.
 	ErrAccountDisabled = apperr.New(apperr.KindConflict, "the account for this address is disabled")
-	// ErrPasswordRequired: accepting needs a password: a new one when the address
-	// has no account (accepting creates it), the account's own otherwise.
-	ErrPasswordRequired = apperr.InvalidField("password", "required: the password of your account, or a new one when the address has no account yet")
+	// ErrPasswordRequired: accepting needs a password: the account's own when
+	// the address has one, a new one otherwise. The answer is the same either
+	// way, so it does not tell whether the address has an account.
+	ErrPasswordRequired = apperr.InvalidField("password", "required: the password of your account with this address, or a new one if you have none")
 	// ErrWrongPassword: the address has an account and this is not its password.
 	// Without this proof, whoever holds the token (the inviter included) could
 	// attach someone else's account to their organization.
-	ErrWrongPassword = apperr.InvalidField("password", "does not match the password of the account with this address")
+	ErrWrongPassword = apperr.InvalidField("password", "is not the password of the account with this address")
 )
 
 // errAlreadyMember reports an invitee who already belongs to the target.

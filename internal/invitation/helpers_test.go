@@ -46,11 +46,17 @@ func (b *testBundle) keepToken(t *testing.T, invitationURL string) string {
 
 // setup starts a process whose sweeps are paused: expire_credentials would
 // delete the expired and revoked invitations the tests look at, at a random moment.
-func setup(t *testing.T) *testBundle {
+// Each test gets its own Redis key prefix, so rate limit buckets of parallel
+// tests do not meet; configure adjusts the configuration further.
+func setup(t *testing.T, configure ...func(*config.Config)) *testBundle {
 	t.Helper()
 	h := apitest.Start(t, apitest.Options{PauseSweeps: true, Configure: func(c *config.Config) {
 		c.Server.PublicURL = publicURL
 		c.Auth.InvitationTTLSeconds = ttlSeconds
+		c.Redis.KeyPrefix = "svc-test-" + strings.ToLower(id.New("t")) + ":"
+		for _, f := range configure {
+			f(c)
+		}
 	}})
 	b := &testBundle{h: h, admin: testfactory.Bootstrap(t, h.App.Pool)}
 	b.api = h.Client(t, b.admin.APIKey)

@@ -112,13 +112,15 @@ func (in RevokeInput) Validate() error {
 	return nil
 }
 
-// AcceptInput accepts an invitation by its token. Password and DisplayName are
-// used only when the address has no account yet (then Password is required);
-// an existing account keeps its password and name.
+// AcceptInput accepts an invitation by its token. Password is the account's
+// own when the address has one, else the new account's; DisplayName names a
+// new account (an existing one keeps its name). ClientAddr is the client's
+// address as rate limits count it ("" counts only per invitation).
 type AcceptInput struct {
 	Token       string
 	Password    string
 	DisplayName string
+	ClientAddr  string
 }
 
 // maxNameRunes bounds display names (DESIGN.md: names are 1 to 200 characters).

@@ -18,6 +18,7 @@ import (
 
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/ratelimit"
 )
 
 // Invitation is an invitation as clients see it.
@@ -49,6 +50,16 @@ type Options struct {
 	// ForgetFunc drops cached API-key lookups after a membership change, so that
 	// new roles apply at once (auth.Authenticator.Forget). May be nil.
 	ForgetFunc func()
+	// Limiter counts acceptance attempts; nil: no limits.
+	Limiter *ratelimit.Limiter
+	// Attempts to accept per minute: per client address
+	// (limits.invitation_accept_per_address_per_minute), per invitation from
+	// one client (limits.invitation_accept_per_invitation_per_client_per_minute)
+	// and per invitation from all clients
+	// (limits.invitation_accept_per_invitation_per_minute).
+	AcceptPerAddressPerMinute             int
+	AcceptPerInvitationPerClientPerMinute int
+	AcceptPerInvitationPerMinute          int
 }
 
 // Service manages invitations. It owns its transactions.
@@ -59,6 +70,10 @@ type Service struct {
 	publicURL  string
 	ttlSeconds float64
 	forget     func()
+	limiter    *ratelimit.Limiter
+	perAddr    int
+	perInvCli  int
+	perInv     int
 }
 
 // NewService returns a service over o.
@@ -84,6 +99,10 @@ func NewService(o Options) (*Service, error) {
 		publicURL:  strings.TrimRight(o.PublicURL, "/"),
 		ttlSeconds: o.TTL.Seconds(),
 		forget:     forget,
+		limiter:    o.Limiter,
+		perAddr:    o.AcceptPerAddressPerMinute,
+		perInvCli:  o.AcceptPerInvitationPerClientPerMinute,
+		perInv:     o.AcceptPerInvitationPerMinute,
 	}, nil
 }
 

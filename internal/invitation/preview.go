@@ -11,8 +11,8 @@ import (
 )
 
 // Preview is what the console shows of an invitation before the invitee
-// accepts it: it lets the page say what is being accepted, and whether the
-// address needs a password (it has no account yet).
+// accepts it: what is being accepted. It does not say whether the address has
+// an account: whoever holds the token (the inviter too) sees the same page.
 type Preview struct {
 	Email            string
 	Role             string
@@ -20,7 +20,6 @@ type Preview struct {
 	WorkspaceName    string // "" for an organization invitation
 	InvitedBy        string
 	ExpiresAt        time.Time
-	HasAccount       bool
 }
 
 // Preview returns the invitation a token stands for, with the errors of Accept:
@@ -48,7 +47,7 @@ func (s *Service) Preview(ctx context.Context, token string) (Preview, error) {
 	}
 	return Preview{
 		Email: row.Email, Role: row.Role, OrganizationName: row.OrganizationName, WorkspaceName: derefString(row.WorkspaceName),
-		InvitedBy: row.InvitedBy, ExpiresAt: row.ExpiresAt, HasAccount: row.HasAccount,
+		InvitedBy: row.InvitedBy, ExpiresAt: row.ExpiresAt,
 	}, nil
 }
 

@@ -31,6 +31,12 @@ const (
 
 var b64 = base64.RawStdEncoding
 
+// Unusable is an argon2id hash of a random, forgotten password, with the
+// parameters of Hash. Checking a password against it when there is no real hash
+// (an unknown address, an account without a password) costs what checking a
+// wrong password costs, so the refusal's timing tells nothing.
+const Unusable = "$argon2id$v=19$m=19456,t=2,p=1$ItYQBRK6tCcTDeB0KrLXBA$R/N0TfROhLz2L9MRQmBHlnSDN9RrWKpQBRe18f5ayrM"
+
 // slots bounds how many hashes run at once: each takes 19 MiB and about 100 ms
 // of CPU, so a burst of sign-ins (rate limits stop while Redis is lost) queues
 // here instead of exhausting memory.

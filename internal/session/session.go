@@ -59,11 +59,14 @@ type Options struct {
 	// SessionTTL is auth.session_ttl_seconds; MailLinkTTL auth.mail_link_ttl_seconds.
 	SessionTTL  time.Duration
 	MailLinkTTL time.Duration
-	// Attempts per minute (limits.sign_in_per_account_per_minute and
-	// limits.sign_in_per_address_per_minute); they bound password reset
-	// requests too.
-	PerAccountPerMinute int
-	PerAddressPerMinute int
+	// Attempts per minute: per e-mail address from one client address
+	// (limits.sign_in_per_account_per_client_per_minute), per e-mail address
+	// from all clients (limits.sign_in_per_account_per_minute) and per client
+	// address (limits.sign_in_per_address_per_minute). They bound password
+	// reset requests too, in buckets of their own.
+	PerAccountPerClientPerMinute int
+	PerAccountPerMinute          int
+	PerAddressPerMinute          int
 }
 
 // Service manages login sessions and mail links. It owns its transactions.
@@ -189,22 +192,29 @@ func (s *Service) SignIn(ctx context.Context, in SignInInput) (Created, error) {
 }
 
 // limit counts an attempt of kind (sign_in, password_reset) against the
-// address's account and the client's address, refusing with rate_limited when
-// either is over its limit.
+// client's address, the account from that client, and the account from all
+// clients, refusing with rate_limited when one is over its limit. The account
+// from one client has a low limit and the account as a whole a much higher one:
+// a client that keeps failing is stopped early without locking the owner out
+// from another client, and a guess spread over many clients still meets the
+// ceiling.
 func (s *Service) limit(ctx context.Context, kind, email, clientAddr string) error {
-	// The account's bucket is named by a hash: Redis keys carry no addresses.
+	// The account's buckets are named by a hash: Redis keys carry no addresses.
 	sum := sha256.Sum256([]byte(strings.ToLower(email)))
+	account := kind + ":account:" + hex.EncodeToString(sum[:16])
 	type check struct {
 		bucket string
 		limit  int
 	}
-	// The address comes first, so that a refused address does not also use up
-	// the account's attempts.
+	// The narrowest buckets come first, so that a refused client does not also
+	// use up the account's shared ceiling.
 	var checks []check
 	if clientAddr != "" {
-		checks = append(checks, check{kind + ":address:" + clientAddr, s.o.PerAddressPerMinute})
+		checks = append(checks,
+			check{kind + ":address:" + clientAddr, s.o.PerAddressPerMinute},
+			check{account + ":client:" + clientAddr, s.o.PerAccountPerClientPerMinute})
 	}
-	checks = append(checks, check{kind + ":account:" + hex.EncodeToString(sum[:16]), s.o.PerAccountPerMinute})
+	checks = append(checks, check{account, s.o.PerAccountPerMinute})
 	for _, c := range checks {
 		if d := s.o.Limiter.Allow(ctx, c.bucket, c.limit, rateWindow); !d.Allowed {
 			return apperr.RateLimited("too many attempts; wait a moment and try again", d.RetryAfter)
@@ -254,8 +264,7 @@ func seconds(d time.Duration) int32 {
 	return int32(min(d/time.Second, 1<<31-1))
 }
 
-// dummyHash is an argon2id hash of a random, forgotten password, with the
-// parameters of password.Hash. Sign-in verifies against it when the address has
-// no account (or no password), so that refusal costs the same time as a wrong
-// password. TestDummyHashMatchesParameters keeps it in step with password.Hash.
-const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$ItYQBRK6tCcTDeB0KrLXBA$R/N0TfROhLz2L9MRQmBHlnSDN9RrWKpQBRe18f5ayrM"
+// dummyHash is what sign-in verifies against when the address has no account
+// (or no password), so that refusal costs the same time as a wrong password.
+// TestDummyHashMatchesParameters keeps it in step with password.Hash.
+const dummyHash = password.Unusable

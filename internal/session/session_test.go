@@ -58,7 +58,7 @@ func setup(t *testing.T) *testBundle {
 	svc, err := NewService(Options{
 		Pool: pool, Keyring: ring, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		PublicURL: "http://localhost:8080", SessionTTL: time.Hour, MailLinkTTL: time.Hour,
-		PerAccountPerMinute: 10, PerAddressPerMinute: 10,
+		PerAccountPerClientPerMinute: 10, PerAccountPerMinute: 10, PerAddressPerMinute: 10,
 	})
 	require.NoError(t, err)
 	return &testBundle{svc: svc, admin: testfactory.Bootstrap(t, pool)}

@@ -108,11 +108,10 @@ ON CONFLICT (organization_id, principal_id) DO NOTHING;
 
 -- name: InvitationPreviewByTokenHash :one
 -- What the console's accept page shows of an invitation before it is accepted:
--- where it leads, who sent it, and whether the address has an account already.
+-- where it leads and who sent it (never whether the address has an account).
 SELECT i.id, i.email, i.role, i.expires_at, i.accepted_at, i.revoked_at,
        (i.expires_at <= now())::boolean AS expired,
-       o.name AS organization_name, w.name AS workspace_name, p.display_name AS invited_by,
-       EXISTS (SELECT 1 FROM user_account u WHERE lower(u.email) = lower(i.email))::boolean AS has_account
+       o.name AS organization_name, w.name AS workspace_name, p.display_name AS invited_by
 FROM invitation i
 JOIN organization o ON o.id = i.organization_id
 LEFT JOIN workspace w ON w.id = i.workspace_id

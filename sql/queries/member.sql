@@ -30,3 +30,8 @@ DELETE FROM workspace_member WHERE workspace_id = @workspace_id AND principal_id
 
 -- name: WorkspaceMemberCountAdmins :one
 SELECT count(*)::int FROM workspace_member WHERE workspace_id = @workspace_id AND role = 'admin';
+
+-- name: OrganizationMemberRoleGet :one
+-- The principal's role in the organization, if it is a member of it.
+SELECT role FROM organization_member
+WHERE organization_id = @organization_id AND principal_id = @principal_id;
