@@ -2722,6 +2722,9 @@ type PreconditionRequired = Error
 // RateLimited defines model for RateLimited.
 type RateLimited = Error
 
+// RunsWaitingLimited defines model for RunsWaitingLimited.
+type RunsWaitingLimited = Error
+
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Error
 
@@ -7615,6 +7618,15 @@ type RateLimitedJSONResponse struct {
 	Body Error
 
 	Headers RateLimitedResponseHeaders
+}
+
+type RunsWaitingLimitedResponseHeaders struct {
+	RetryAfter *int
+}
+type RunsWaitingLimitedJSONResponse struct {
+	Body Error
+
+	Headers RunsWaitingLimitedResponseHeaders
 }
 
 type UnauthenticatedJSONResponse Error
@@ -19526,7 +19538,7 @@ func (response StartRun415JSONResponse) VisitStartRunResponse(w http.ResponseWri
 	return err
 }
 
-type StartRun429JSONResponse struct{ RateLimitedJSONResponse }
+type StartRun429JSONResponse struct{ RunsWaitingLimitedJSONResponse }
 
 func (response StartRun429JSONResponse) VisitStartRunResponse(w http.ResponseWriter) error {
 
@@ -23238,7 +23250,7 @@ func (response PostThreadInput415JSONResponse) VisitPostThreadInputResponse(w ht
 	return err
 }
 
-type PostThreadInput429JSONResponse struct{ RateLimitedJSONResponse }
+type PostThreadInput429JSONResponse struct{ RunsWaitingLimitedJSONResponse }
 
 func (response PostThreadInput429JSONResponse) VisitPostThreadInputResponse(w http.ResponseWriter) error {
 

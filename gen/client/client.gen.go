@@ -2723,6 +2723,9 @@ type PreconditionRequired = Error
 // RateLimited defines model for RateLimited.
 type RateLimited = Error
 
+// RunsWaitingLimited defines model for RunsWaitingLimited.
+type RunsWaitingLimited = Error
+
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Error
 
@@ -4917,7 +4920,9 @@ type ClientInterface interface {
 	// The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 	// agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 	// on a new thread of `agent_id`, and starts its run at once. Follow it on the
-	// thread's stream.
+	// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+	// runs waiting for a worker the request is refused with 429 `rate_limited` and
+	// `Retry-After`, and nothing is written (no thread, input or run).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4929,7 +4934,9 @@ type ClientInterface interface {
 	// The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 	// agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 	// on a new thread of `agent_id`, and starts its run at once. Follow it on the
-	// thread's stream.
+	// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+	// runs waiting for a worker the request is refused with 429 `rate_limited` and
+	// `Retry-After`, and nothing is written (no thread, input or run).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5223,6 +5230,10 @@ type ClientInterface interface {
 	// While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 	// default; `run` is null and the input starts when the thread is free, in the order
 	// inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+	// An input that would start a run while the workspace already has
+	// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+	// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+	// thread starts no run and is not refused).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5235,6 +5246,10 @@ type ClientInterface interface {
 	// While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 	// default; `run` is null and the input starts when the thread is free, in the order
 	// inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+	// An input that would start a run while the workspace already has
+	// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+	// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+	// thread starts no run and is not refused).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7366,7 +7381,9 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 // agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 // on a new thread of `agent_id`, and starts its run at once. Follow it on the
-// thread's stream.
+// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+// runs waiting for a worker the request is refused with 429 `rate_limited` and
+// `Retry-After`, and nothing is written (no thread, input or run).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7388,7 +7405,9 @@ func (c *Client) StartRunWithBody(ctx context.Context, params *StartRunParams, c
 // The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 // agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 // on a new thread of `agent_id`, and starts its run at once. Follow it on the
-// thread's stream.
+// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+// runs waiting for a worker the request is refused with 429 `rate_limited` and
+// `Retry-After`, and nothing is written (no thread, input or run).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7982,6 +8001,10 @@ func (c *Client) ListThreadEvents(ctx context.Context, threadId ThreadId, params
 // While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 // default; `run` is null and the input starts when the thread is free, in the order
 // inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+// An input that would start a run while the workspace already has
+// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+// thread starts no run and is not refused).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8004,6 +8027,10 @@ func (c *Client) PostThreadInputWithBody(ctx context.Context, threadId ThreadId,
 // While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 // default; `run` is null and the input starts when the thread is free, in the order
 // inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+// An input that would start a run while the workspace already has
+// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+// thread starts no run and is not refused).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15701,7 +15728,9 @@ type ClientWithResponsesInterface interface {
 	// The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 	// agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 	// on a new thread of `agent_id`, and starts its run at once. Follow it on the
-	// thread's stream.
+	// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+	// runs waiting for a worker the request is refused with 429 `rate_limited` and
+	// `Retry-After`, and nothing is written (no thread, input or run).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15713,7 +15742,9 @@ type ClientWithResponsesInterface interface {
 	// The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 	// agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 	// on a new thread of `agent_id`, and starts its run at once. Follow it on the
-	// thread's stream.
+	// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+	// runs waiting for a worker the request is refused with 429 `rate_limited` and
+	// `Retry-After`, and nothing is written (no thread, input or run).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16041,6 +16072,10 @@ type ClientWithResponsesInterface interface {
 	// While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 	// default; `run` is null and the input starts when the thread is free, in the order
 	// inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+	// An input that would start a run while the workspace already has
+	// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+	// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+	// thread starts no run and is not refused).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16053,6 +16088,10 @@ type ClientWithResponsesInterface interface {
 	// While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 	// default; `run` is null and the input starts when the thread is free, in the order
 	// inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+	// An input that would start a run while the workspace already has
+	// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+	// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+	// thread starts no run and is not refused).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24802,7 +24841,7 @@ type StartRunResponse struct {
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *RateLimited
+	JSON429 *RunsWaitingLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -24859,7 +24898,7 @@ func (r StartRunResponse) GetJSON415() *UnsupportedMediaType {
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r StartRunResponse) GetJSON429() *RateLimited {
+func (r StartRunResponse) GetJSON429() *RunsWaitingLimited {
 	return r.JSON429
 }
 
@@ -27505,7 +27544,7 @@ type PostThreadInputResponse struct {
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *RateLimited
+	JSON429 *RunsWaitingLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -27560,7 +27599,7 @@ func (r PostThreadInputResponse) GetJSON415() *UnsupportedMediaType {
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r PostThreadInputResponse) GetJSON429() *RateLimited {
+func (r PostThreadInputResponse) GetJSON429() *RunsWaitingLimited {
 	return r.JSON429
 }
 
@@ -30830,7 +30869,9 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 // agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 // on a new thread of `agent_id`, and starts its run at once. Follow it on the
-// thread's stream.
+// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+// runs waiting for a worker the request is refused with 429 `rate_limited` and
+// `Retry-After`, and nothing is written (no thread, input or run).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -30848,7 +30889,9 @@ func (c *ClientWithResponses) StartRunWithBodyWithResponse(ctx context.Context, 
 // The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 // agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 // on a new thread of `agent_id`, and starts its run at once. Follow it on the
-// thread's stream.
+// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+// runs waiting for a worker the request is refused with 429 `rate_limited` and
+// `Retry-After`, and nothing is written (no thread, input or run).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -31356,6 +31399,10 @@ func (c *ClientWithResponses) ListThreadEventsWithResponse(ctx context.Context, 
 // While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 // default; `run` is null and the input starts when the thread is free, in the order
 // inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+// An input that would start a run while the workspace already has
+// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+// thread starts no run and is not refused).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -31374,6 +31421,10 @@ func (c *ClientWithResponses) PostThreadInputWithBodyWithResponse(ctx context.Co
 // While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 // default; `run` is null and the input starts when the thread is free, in the order
 // inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+// An input that would start a run while the workspace already has
+// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+// thread starts no run and is not refused).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -39886,7 +39937,7 @@ func ParseStartRunResponse(rsp *http.Response) (*StartRunResponse, error) {
 		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest RunsWaitingLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -42429,7 +42480,7 @@ func ParsePostThreadInputResponse(rsp *http.Response) (*PostThreadInputResponse,
 		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest RunsWaitingLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

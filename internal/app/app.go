@@ -170,7 +170,8 @@ func (a *App) buildRuns() {
 		a.log.With("component", "environments"))
 	agents := agent.NewService(a.Pool, a.Types, refs.None{})
 	skills := skill.NewService(a.Pool, refs.None{})
-	a.Runs = run.NewService(a.Pool, agents, skills, a.Types, run.Options{MaxAttempts: a.cfg.Worker.MaxAttempts, Publisher: a.publisher})
+	a.Runs = run.NewService(a.Pool, agents, skills, a.Types, run.Options{MaxAttempts: a.cfg.Worker.MaxAttempts,
+		MaxRunning: a.cfg.Worker.WorkspaceMaxRunning, MaxWaitingRuns: a.cfg.Limits.WorkspaceMaxWaitingRuns, Publisher: a.publisher})
 	if !a.role.Worker() {
 		return
 	}

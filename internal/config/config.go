@@ -100,6 +100,10 @@ type Worker struct {
 	DrainSeconds     int `koanf:"drain_seconds"`
 	AuthoritySeconds int `koanf:"authority_seconds"`
 	LeaseSeconds     int `koanf:"lease_seconds"`
+	// WorkspaceMaxRunning bounds the runs of one workspace running at once,
+	// counted in the database over every worker: claims skip a workspace
+	// that has as many, and its runs wait.
+	WorkspaceMaxRunning int `koanf:"workspace_max_running"`
 }
 
 // Environments configures execution environments.
@@ -184,6 +188,9 @@ type Limits struct {
 	SignInPerAddressPerMinute int `koanf:"sign_in_per_address_per_minute"`
 	// APIRequestsPerKeyPerMinute bounds API requests per API key; 0 disables it.
 	APIRequestsPerKeyPerMinute int `koanf:"api_requests_per_key_per_minute"`
+	// WorkspaceMaxWaitingRuns bounds a workspace's runs that wait for a
+	// worker: a request that would start one more is refused (429).
+	WorkspaceMaxWaitingRuns int `koanf:"workspace_max_waiting_runs"`
 }
 
 // Log configures the process logger.
@@ -236,6 +243,9 @@ func Default() Config {
 			DrainSeconds:     30,
 			AuthoritySeconds: 10,
 			LeaseSeconds:     30,
+			// One less than the default slots: one workspace never holds
+			// every slot of a default worker.
+			WorkspaceMaxRunning: 3,
 		},
 		Environments: Environments{ScanSeconds: 30, RenewalSeconds: 30},
 		Providers:    Providers{OperationScanSeconds: 30, ProbeTimeoutSeconds: 10},
@@ -269,6 +279,7 @@ func Default() Config {
 			SignInPerAccountPerMinute:  10,
 			SignInPerAddressPerMinute:  30,
 			APIRequestsPerKeyPerMinute: 6000,
+			WorkspaceMaxWaitingRuns:    1000,
 		},
 		Log: Log{Level: "info", Format: "json"},
 	}

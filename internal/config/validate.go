@@ -59,6 +59,7 @@ func (c *Config) Validate() error {
 	v.nonNegative("worker.drain_seconds", w.DrainSeconds)
 	v.positive("worker.authority_seconds", w.AuthoritySeconds)
 	v.positive("worker.lease_seconds", w.LeaseSeconds)
+	v.positive("worker.workspace_max_running", w.WorkspaceMaxRunning)
 
 	v.positive("environments.scan_seconds", c.Environments.ScanSeconds)
 	v.positive("environments.renewal_seconds", c.Environments.RenewalSeconds)
@@ -89,6 +90,7 @@ func (c *Config) Validate() error {
 	v.positive("limits.sign_in_per_account_per_minute", c.Limits.SignInPerAccountPerMinute)
 	v.positive("limits.sign_in_per_address_per_minute", c.Limits.SignInPerAddressPerMinute)
 	v.nonNegative("limits.api_requests_per_key_per_minute", c.Limits.APIRequestsPerKeyPerMinute)
+	v.positive("limits.workspace_max_waiting_runs", c.Limits.WorkspaceMaxWaitingRuns)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "json", "text")
