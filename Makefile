@@ -58,12 +58,14 @@ bench/streams: build
 
 ## bench/runs: the runs engine on PostgreSQL and both object stores: overhead per
 ## step and its parts, 1,000 runs of 5 steps on one worker of 32 slots, and how
-## soon a crashed worker's run resumes (docs/performance.md, "Runs engine")
+## soon a crashed worker's run resumes, how soon a run starts beside a noisy
+## workspace (docs/performance.md, "Runs engine", "Fair claims")
 bench/runs:
 	scripts/services.sh start
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench 'BenchmarkStepOverhead|BenchmarkEngineParts' -benchtime 20x -count 1 ./internal/worker
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkThousandRuns -benchtime 1x -count 1 -timeout 30m ./internal/worker
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkCrashResume -benchtime 5x -count 1 -timeout 30m ./internal/worker
+	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkNoisyNeighbour -benchtime 20x -count 1 ./internal/worker
 
 ## generate: regenerate gen/ from openapi/openapi.yaml and sql/
 generate: generate/api generate/sqlc

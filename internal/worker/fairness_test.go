@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ import (
 
 // addTenant makes another workspace of b's organization whose agent's model
 // is served by srv.
-func (b *bundle) addTenant(t *testing.T, srv *llmtest.ChatServer) (*auth.Caller, string) {
+func (b *bundle) addTenant(t testing.TB, srv *llmtest.ChatServer) (*auth.Caller, string) {
 	t.Helper()
 	ctx := t.Context()
 	c := *b.caller
@@ -64,21 +65,8 @@ func TestNoisyWorkspaceDoesNotStarveAnother(t *testing.T) {
 	t.Cleanup(hang.Close)
 	noisy, noisyAgent := b.addTenant(t, hang)
 
-	// The runs service the workers use, with the limit; an endpoint policy
-	// that lets them reach both model servers.
-	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refs.None{}), skill.NewService(b.pool, refs.None{}), b.reg,
-		run.Options{MaxAttempts: 3, MaxRunning: 3})
-	policy := &endpoint.Policy{AllowHTTP: true, AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	for _, u := range []string{b.model.URL, hang.URL} {
-		pu, err := url.Parse(u)
-		require.NoError(t, err)
-		port, err := strconv.ParseUint(pu.Port(), 10, 16)
-		require.NoError(t, err)
-		policy.AllowedPorts = append(policy.AllowedPorts, uint16(port))
-	}
+	runs, exec := b.limitedRuns(t, 3, hang)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Keyring: b.ring, Objects: b.store, Types: b.reg,
-		HTTPClient: policy.HTTPClient(0), Log: log})
 	const interval = time.Second // the application's claim interval
 	workers := make([]*worker.Worker, 2)
 	for i := range workers {
@@ -114,4 +102,71 @@ func TestNoisyWorkspaceDoesNotStarveAnother(t *testing.T) {
 		FROM run WHERE workspace_id = $1`, noisy.WorkspaceID).Scan(&leased, &accepted))
 	require.Equal(t, 3, leased)
 	require.Equal(t, 5, accepted, "the noisy workspace's other runs stay accepted")
+}
+
+// limitedRuns is a runs service with worker.workspace_max_running
+// maxRunning, and an executor on it whose client reaches b's model server
+// and the others.
+func (b *bundle) limitedRuns(t testing.TB, maxRunning int, others ...*llmtest.ChatServer) (*run.Service, *worker.Executor) {
+	t.Helper()
+	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refs.None{}), skill.NewService(b.pool, refs.None{}), b.reg,
+		run.Options{MaxAttempts: 3, MaxRunning: maxRunning})
+	policy := &endpoint.Policy{AllowHTTP: true, AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	for _, srv := range append([]*llmtest.ChatServer{b.model}, others...) {
+		pu, err := url.Parse(srv.URL)
+		require.NoError(t, err)
+		port, err := strconv.ParseUint(pu.Port(), 10, 16)
+		require.NoError(t, err)
+		policy.AllowedPorts = append(policy.AllowedPorts, uint16(port))
+	}
+	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Keyring: b.ring, Objects: b.store, Types: b.reg,
+		HTTPClient: policy.HTTPClient(0), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return runs, exec
+}
+
+// BenchmarkNoisyNeighbour: a noisy workspace's runs hang at its
+// worker.workspace_max_running (3) on a worker of 4 slots, with 100 more
+// waiting; each iteration starts another workspace's trivial run (one
+// model call answered at once) and waits for it to finish. Reported: how
+// long after acceptance it was claimed, and finished (p50 and max), with
+// the application's 1 s claim interval.
+func BenchmarkNoisyNeighbour(b *testing.B) {
+	env := setup(b, []llmtest.Turn{{Text: "Done."}}, 3)
+	ctx := context.Background()
+	hang := llmtest.NewChatServer([]llmtest.Turn{{Text: "never", Chunks: 2, ChunkDelay: time.Hour}})
+	b.Cleanup(hang.Close)
+	noisy, noisyAgent := env.addTenant(b, hang)
+	runs, exec := env.limitedRuns(b, 3, hang)
+	w := worker.New(env.pool, runs, exec, worker.Options{ID: "bench", Slots: 4, Lease: 30 * time.Second,
+		Drain: 100 * time.Millisecond, Poll: time.Second}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+	for range 103 {
+		_, err := runs.Start(ctx, noisy, run.StartInput{AgentID: noisyAgent, Input: "hang"})
+		require.NoError(b, err)
+	}
+	require.Eventually(b, func() bool { return len(hang.Requests()) == 3 }, 30*time.Second, 10*time.Millisecond)
+	var claimed, finished []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		r, err := runs.Start(ctx, env.caller, run.StartInput{AgentID: env.agentID, Input: "hi"})
+		require.NoError(b, err)
+		var got run.Run
+		require.Eventually(b, func() bool {
+			got, err = runs.GetRun(ctx, env.caller, r.ID)
+			require.NoError(b, err)
+			return got.Status.Finished()
+		}, 30*time.Second, 5*time.Millisecond)
+		require.Equal(b, run.StatusSucceeded, got.Status)
+		claimed = append(claimed, got.StartedAt.Sub(got.CreatedAt))
+		finished = append(finished, got.FinishedAt.Sub(got.CreatedAt))
+	}
+	b.StopTimer()
+	require.Len(b, hang.Requests(), 3, "no more noisy runs started: they hang at their limit")
+	b.ReportMetric(ms(pct(claimed, 50)), "claimed-p50-ms")
+	b.ReportMetric(ms(slices.Max(claimed)), "claimed-max-ms")
+	b.ReportMetric(ms(pct(finished, 50)), "finished-p50-ms")
+	b.ReportMetric(ms(slices.Max(finished)), "finished-max-ms")
 }
