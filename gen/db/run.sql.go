@@ -704,8 +704,7 @@ WITH RECURSIVE ws AS (
         lease_worker = $3::text,
         lease_expires_at = now() + make_interval(secs => $4::float8),
         updated_at = now()
-    FROM pick
-    WHERE r.id = pick.id
+    WHERE r.id = ANY (ARRAY(SELECT pick.id FROM pick))
     RETURNING r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls
 ), attempts AS (
     INSERT INTO run_attempt (id, workspace_id, run_id, number, worker, from_step)
@@ -714,8 +713,7 @@ WITH RECURSIVE ws AS (
     RETURNING 1
 ), bump AS (
     UPDATE thread SET last_seq = thread.last_seq + 1
-    FROM leased
-    WHERE thread.id = leased.thread_id
+    WHERE thread.id = ANY (ARRAY(SELECT leased.thread_id FROM leased))
     RETURNING thread.id, thread.last_seq
 ), events AS (
     INSERT INTO thread_event (thread_id, seq, workspace_id, run_id, type, data)
@@ -813,6 +811,9 @@ type RunClaimRow struct {
 //	        among equal shares, locked; rows others hold are skipped;
 //	leased: each picked run leased to a new attempt (its id made here);
 //
+// the updates find their rows by primary key (= ANY of an array): joined
+// to the CTEs, whose size the planner cannot estimate, they were hash
+// joins over the whole table;
 // and, for each, its attempt row, its run.status event after the thread's
 // last one, and on a first attempt one run.started webhook delivery per
 // subscription that wants it (FOR KEY SHARE, as webhook.Emit does). It

@@ -107,6 +107,9 @@ SELECT pg_advisory_xact_lock(hashtextextended('svc.run_claim', 0));
 --   pick:   the page_limit candidates of lowest share, oldest ready first
 --           among equal shares, locked; rows others hold are skipped;
 --   leased: each picked run leased to a new attempt (its id made here);
+-- the updates find their rows by primary key (= ANY of an array): joined
+-- to the CTEs, whose size the planner cannot estimate, they were hash
+-- joins over the whole table;
 -- and, for each, its attempt row, its run.status event after the thread's
 -- last one, and on a first attempt one run.started webhook delivery per
 -- subscription that wants it (FOR KEY SHARE, as webhook.Emit does). It
@@ -155,8 +158,7 @@ WITH RECURSIVE ws AS (
         lease_worker = @worker::text,
         lease_expires_at = now() + make_interval(secs => @lease_seconds::float8),
         updated_at = now()
-    FROM pick
-    WHERE r.id = pick.id
+    WHERE r.id = ANY (ARRAY(SELECT pick.id FROM pick))
     RETURNING r.*
 ), attempts AS (
     INSERT INTO run_attempt (id, workspace_id, run_id, number, worker, from_step)
@@ -165,8 +167,7 @@ WITH RECURSIVE ws AS (
     RETURNING 1
 ), bump AS (
     UPDATE thread SET last_seq = thread.last_seq + 1
-    FROM leased
-    WHERE thread.id = leased.thread_id
+    WHERE thread.id = ANY (ARRAY(SELECT leased.thread_id FROM leased))
     RETURNING thread.id, thread.last_seq
 ), events AS (
     INSERT INTO thread_event (thread_id, seq, workspace_id, run_id, type, data)
