@@ -66,8 +66,10 @@ bench/bodies: build
 
 ## bench/runs: the runs engine on PostgreSQL and both object stores: overhead per
 ## step and its parts, 1,000 runs of 5 steps on one worker of 32 slots, and how
-## soon a crashed worker's run resumes, and a worker's peak memory while a model
-## streams 200 MB (docs/performance.md, "Runs engine", "Bounded model output")
+## soon a crashed worker's run resumes, how soon a run starts beside a noisy
+## workspace, what a subagent start costs, and a worker's peak memory while a
+## model streams 200 MB (docs/performance.md, "Runs engine", "Fair claims",
+## "Subagent bounds", "Bounded model output")
 bench/runs:
 	scripts/services.sh start
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench 'BenchmarkStepOverhead|BenchmarkEngineParts' -benchtime 20x -count 1 ./internal/worker
@@ -75,6 +77,7 @@ bench/runs:
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkCrashResume -benchtime 5x -count 1 -timeout 30m ./internal/worker
 	eval "$$(scripts/services.sh env)" && go test -run '^$$' -bench BenchmarkStartChild -benchtime 200x -count 1 ./internal/run
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkFloodingModelWorkerRSS -benchtime 1x -count 1 -timeout 10m ./internal/worker
+	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkNoisyNeighbour -benchtime 20x -count 1 ./internal/worker
 
 ## generate: regenerate gen/ from openapi/openapi.yaml and sql/
 generate: generate/api generate/sqlc

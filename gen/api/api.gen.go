@@ -2728,6 +2728,9 @@ type RateLimited = Error
 // RequestTimeout defines model for RequestTimeout.
 type RequestTimeout = Error
 
+// RunsWaitingLimited defines model for RunsWaitingLimited.
+type RunsWaitingLimited = Error
+
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Error
 
@@ -7644,6 +7647,15 @@ type RateLimitedJSONResponse struct {
 }
 
 type RequestTimeoutJSONResponse Error
+
+type RunsWaitingLimitedResponseHeaders struct {
+	RetryAfter *int
+}
+type RunsWaitingLimitedJSONResponse struct {
+	Body Error
+
+	Headers RunsWaitingLimitedResponseHeaders
+}
 
 type UnauthenticatedJSONResponse Error
 
@@ -20282,7 +20294,7 @@ func (response StartRun415JSONResponse) VisitStartRunResponse(w http.ResponseWri
 	return err
 }
 
-type StartRun429JSONResponse struct{ RateLimitedJSONResponse }
+type StartRun429JSONResponse struct{ RunsWaitingLimitedJSONResponse }
 
 func (response StartRun429JSONResponse) VisitStartRunResponse(w http.ResponseWriter) error {
 
@@ -24246,7 +24258,7 @@ func (response PostThreadInput415JSONResponse) VisitPostThreadInputResponse(w ht
 	return err
 }
 
-type PostThreadInput429JSONResponse struct{ RateLimitedJSONResponse }
+type PostThreadInput429JSONResponse struct{ RunsWaitingLimitedJSONResponse }
 
 func (response PostThreadInput429JSONResponse) VisitPostThreadInputResponse(w http.ResponseWriter) error {
 

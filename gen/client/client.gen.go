@@ -2729,6 +2729,9 @@ type RateLimited = Error
 // RequestTimeout defines model for RequestTimeout.
 type RequestTimeout = Error
 
+// RunsWaitingLimited defines model for RunsWaitingLimited.
+type RunsWaitingLimited = Error
+
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Error
 
@@ -4951,7 +4954,9 @@ type ClientInterface interface {
 	// The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 	// agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 	// on a new thread of `agent_id`, and starts its run at once. Follow it on the
-	// thread's stream.
+	// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+	// runs waiting for a worker the request is refused with 429 `rate_limited` and
+	// `Retry-After`, and nothing is written (no thread, input or run).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4963,7 +4968,9 @@ type ClientInterface interface {
 	// The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 	// agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 	// on a new thread of `agent_id`, and starts its run at once. Follow it on the
-	// thread's stream.
+	// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+	// runs waiting for a worker the request is refused with 429 `rate_limited` and
+	// `Retry-After`, and nothing is written (no thread, input or run).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5263,6 +5270,10 @@ type ClientInterface interface {
 	// While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 	// default; `run` is null and the input starts when the thread is free, in the order
 	// inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+	// An input that would start a run while the workspace already has
+	// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+	// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+	// thread starts no run and is not refused).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5275,6 +5286,10 @@ type ClientInterface interface {
 	// While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 	// default; `run` is null and the input starts when the thread is free, in the order
 	// inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+	// An input that would start a run while the workspace already has
+	// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+	// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+	// thread starts no run and is not refused).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7428,7 +7443,9 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 // agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 // on a new thread of `agent_id`, and starts its run at once. Follow it on the
-// thread's stream.
+// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+// runs waiting for a worker the request is refused with 429 `rate_limited` and
+// `Retry-After`, and nothing is written (no thread, input or run).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7450,7 +7467,9 @@ func (c *Client) StartRunWithBody(ctx context.Context, params *StartRunParams, c
 // The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 // agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 // on a new thread of `agent_id`, and starts its run at once. Follow it on the
-// thread's stream.
+// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+// runs waiting for a worker the request is refused with 429 `rate_limited` and
+// `Retry-After`, and nothing is written (no thread, input or run).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8050,6 +8069,10 @@ func (c *Client) ListThreadEvents(ctx context.Context, threadId ThreadId, params
 // While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 // default; `run` is null and the input starts when the thread is free, in the order
 // inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+// An input that would start a run while the workspace already has
+// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+// thread starts no run and is not refused).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8072,6 +8095,10 @@ func (c *Client) PostThreadInputWithBody(ctx context.Context, threadId ThreadId,
 // While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 // default; `run` is null and the input starts when the thread is free, in the order
 // inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+// An input that would start a run while the workspace already has
+// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+// thread starts no run and is not refused).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15815,7 +15842,9 @@ type ClientWithResponsesInterface interface {
 	// The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 	// agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 	// on a new thread of `agent_id`, and starts its run at once. Follow it on the
-	// thread's stream.
+	// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+	// runs waiting for a worker the request is refused with 429 `rate_limited` and
+	// `Retry-After`, and nothing is written (no thread, input or run).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15827,7 +15856,9 @@ type ClientWithResponsesInterface interface {
 	// The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 	// agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 	// on a new thread of `agent_id`, and starts its run at once. Follow it on the
-	// thread's stream.
+	// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+	// runs waiting for a worker the request is refused with 429 `rate_limited` and
+	// `Retry-After`, and nothing is written (no thread, input or run).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16161,6 +16192,10 @@ type ClientWithResponsesInterface interface {
 	// While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 	// default; `run` is null and the input starts when the thread is free, in the order
 	// inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+	// An input that would start a run while the workspace already has
+	// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+	// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+	// thread starts no run and is not refused).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16173,6 +16208,10 @@ type ClientWithResponsesInterface interface {
 	// While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 	// default; `run` is null and the input starts when the thread is free, in the order
 	// inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+	// An input that would start a run while the workspace already has
+	// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+	// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+	// thread starts no run and is not refused).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -25281,7 +25320,7 @@ type StartRunResponse struct {
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *RateLimited
+	JSON429 *RunsWaitingLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -25343,7 +25382,7 @@ func (r StartRunResponse) GetJSON415() *UnsupportedMediaType {
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r StartRunResponse) GetJSON429() *RateLimited {
+func (r StartRunResponse) GetJSON429() *RunsWaitingLimited {
 	return r.JSON429
 }
 
@@ -28110,7 +28149,7 @@ type PostThreadInputResponse struct {
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *RateLimited
+	JSON429 *RunsWaitingLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -28170,7 +28209,7 @@ func (r PostThreadInputResponse) GetJSON415() *UnsupportedMediaType {
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r PostThreadInputResponse) GetJSON429() *RateLimited {
+func (r PostThreadInputResponse) GetJSON429() *RunsWaitingLimited {
 	return r.JSON429
 }
 
@@ -31518,7 +31557,9 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 // agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 // on a new thread of `agent_id`, and starts its run at once. Follow it on the
-// thread's stream.
+// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+// runs waiting for a worker the request is refused with 429 `rate_limited` and
+// `Retry-After`, and nothing is written (no thread, input or run).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -31536,7 +31577,9 @@ func (c *ClientWithResponses) StartRunWithBodyWithResponse(ctx context.Context, 
 // The one-call form: queues `input` on `thread_id` (which must be idle and of the same
 // agent; a thread with an unfinished run or older queued inputs is 409 `conflict`) or
 // on a new thread of `agent_id`, and starts its run at once. Follow it on the
-// thread's stream.
+// thread's stream. While the workspace already has `limits.workspace_max_waiting_runs`
+// runs waiting for a worker the request is refused with 429 `rate_limited` and
+// `Retry-After`, and nothing is written (no thread, input or run).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -32050,6 +32093,10 @@ func (c *ClientWithResponses) ListThreadEventsWithResponse(ctx context.Context, 
 // While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 // default; `run` is null and the input starts when the thread is free, in the order
 // inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+// An input that would start a run while the workspace already has
+// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+// thread starts no run and is not refused).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -32068,6 +32115,10 @@ func (c *ClientWithResponses) PostThreadInputWithBodyWithResponse(ctx context.Co
 // While a run of the thread is unfinished the input waits (`on_busy: enqueue`, the
 // default; `run` is null and the input starts when the thread is free, in the order
 // inputs were posted) or is refused with 409 `conflict` (`on_busy: reject`).
+// An input that would start a run while the workspace already has
+// `limits.workspace_max_waiting_runs` runs waiting for a worker is refused with 429
+// `rate_limited` and `Retry-After`; nothing is written (an input queued on a busy
+// thread starts no run and is not refused).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -40944,7 +40995,7 @@ func ParseStartRunResponse(rsp *http.Response) (*StartRunResponse, error) {
 		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest RunsWaitingLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -43613,7 +43664,7 @@ func ParsePostThreadInputResponse(rsp *http.Response) (*PostThreadInputResponse,
 		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest RunsWaitingLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -62,32 +62,6 @@ func (q *Queries) AttemptEnd(ctx context.Context, db DBTX, arg AttemptEndParams)
 	return err
 }
 
-const attemptInsert = `-- name: AttemptInsert :exec
-INSERT INTO run_attempt (id, workspace_id, run_id, number, worker, from_step)
-VALUES ($1, $2, $3, $4, $5, $6)
-`
-
-type AttemptInsertParams struct {
-	ID          string `json:"id"`
-	WorkspaceID string `json:"workspace_id"`
-	RunID       string `json:"run_id"`
-	Number      int32  `json:"number"`
-	Worker      string `json:"worker"`
-	FromStep    int32  `json:"from_step"`
-}
-
-func (q *Queries) AttemptInsert(ctx context.Context, db DBTX, arg AttemptInsertParams) error {
-	_, err := db.Exec(ctx, attemptInsert,
-		arg.ID,
-		arg.WorkspaceID,
-		arg.RunID,
-		arg.Number,
-		arg.Worker,
-		arg.FromStep,
-	)
-	return err
-}
-
 const attemptList = `-- name: AttemptList :many
 SELECT id, workspace_id, run_id, number, worker, status, charged, from_step, to_step, error, started_at, ended_at FROM run_attempt WHERE run_id = $1 ORDER BY number
 `
@@ -644,6 +618,18 @@ func (q *Queries) ProviderEnabled(ctx context.Context, db DBTX, arg ProviderEnab
 	return enabled, err
 }
 
+const runAdmitLock = `-- name: RunAdmitLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('svc.run_admit:' || $1::text, 0))
+`
+
+// RunAdmitLock serialises the runs a workspace's requests start, until
+// their transaction ends, so that two requests cannot both see the
+// workspace under limits.workspace_max_waiting_runs and together put it over.
+func (q *Queries) RunAdmitLock(ctx context.Context, db DBTX, workspaceID string) error {
+	_, err := db.Exec(ctx, runAdmitLock, workspaceID)
+	return err
+}
+
 const runCancelNotify = `-- name: RunCancelNotify :exec
 SELECT pg_notify('svc_run_cancel', $1::text)
 `
@@ -702,34 +688,236 @@ func (q *Queries) RunChildOfCall(ctx context.Context, db DBTX, arg RunChildOfCal
 	return i, err
 }
 
-const runClaimable = `-- name: RunClaimable :many
-SELECT r.id FROM run r
-WHERE r.finished_at IS NULL AND r.lease_expires_at IS NULL AND r.ready_at <= now()
-ORDER BY r.ready_at
-LIMIT $1
-FOR UPDATE OF r SKIP LOCKED
+const runClaim = `-- name: RunClaim :many
+WITH RECURSIVE ws AS (
+    (SELECT r.workspace_id FROM run r
+     WHERE r.finished_at IS NULL AND r.lease_expires_at IS NULL
+     ORDER BY r.workspace_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.workspace_id FROM run r
+            WHERE r.finished_at IS NULL AND r.lease_expires_at IS NULL AND r.workspace_id > ws.workspace_id
+            ORDER BY r.workspace_id LIMIT 1)
+    FROM ws
+    WHERE ws.workspace_id IS NOT NULL
+), busy AS (
+    SELECT ws.workspace_id,
+        (SELECT count(*) FROM run r WHERE r.workspace_id = ws.workspace_id AND r.lease_expires_at IS NOT NULL)::int AS running
+    FROM ws
+    WHERE ws.workspace_id IS NOT NULL
+), cand AS (
+    SELECT c.id, c.ready_at, busy.running + c.place AS share
+    FROM busy
+    CROSS JOIN LATERAL (
+        SELECT r.id, r.ready_at, row_number() OVER (ORDER BY r.ready_at) AS place
+        FROM run r
+        WHERE r.workspace_id = busy.workspace_id
+            AND r.finished_at IS NULL AND r.lease_expires_at IS NULL AND r.ready_at <= now()
+        ORDER BY r.ready_at
+        LIMIT $1::int
+    ) AS c
+    WHERE busy.running + c.place <= $2::int
+), pick AS (
+    SELECT r.id FROM cand
+    JOIN run r ON r.id = cand.id
+    WHERE r.finished_at IS NULL AND r.lease_expires_at IS NULL
+    ORDER BY cand.share, cand.ready_at
+    LIMIT $1::int
+    FOR UPDATE OF r SKIP LOCKED
+), leased AS (
+    UPDATE run r
+    SET status = 'running',
+        started_at = coalesce(r.started_at, now()),
+        attempt_count = r.attempt_count + 1,
+        lease_attempt_id = svc_id('att'),
+        lease_worker = $3::text,
+        lease_expires_at = now() + make_interval(secs => $4::float8),
+        updated_at = now()
+    WHERE r.id = ANY (ARRAY(SELECT pick.id FROM pick))
+    RETURNING r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth
+), attempts AS (
+    INSERT INTO run_attempt (id, workspace_id, run_id, number, worker, from_step)
+    SELECT leased.lease_attempt_id, leased.workspace_id, leased.id, leased.attempt_count, $3::text, leased.step
+    FROM leased
+    RETURNING 1
+), bump AS (
+    UPDATE thread SET last_seq = thread.last_seq + 1
+    WHERE thread.id = ANY (ARRAY(SELECT leased.thread_id FROM leased))
+    RETURNING thread.id, thread.last_seq
+), events AS (
+    INSERT INTO thread_event (thread_id, seq, workspace_id, run_id, type, data)
+    SELECT leased.thread_id, bump.last_seq, leased.workspace_id, leased.id, 'run.status',
+        jsonb_build_object('status', 'running', 'attempt', leased.attempt_count, 'error', NULL)
+    FROM leased
+    JOIN bump ON bump.id = leased.thread_id
+    RETURNING run_id, seq, at, data
+), subs AS (
+    SELECT s.id, s.workspace_id FROM subscription s
+    WHERE s.workspace_id IN (SELECT leased.workspace_id FROM leased WHERE leased.attempt_count = 1)
+        AND s.enabled AND 'run.started' = ANY (s.event_types)
+    FOR KEY SHARE
+), hooks AS (
+    INSERT INTO outbox (id, kind, workspace_id, payload, subscription_id, event_type)
+    SELECT svc_id('dlv'), 'webhook', leased.workspace_id,
+        jsonb_build_object('type', 'run.started',
+            'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'data', jsonb_build_object('run_id', leased.id, 'thread_id', leased.thread_id, 'agent_id', leased.agent_id,
+                'revision_id', leased.revision_id, 'status', leased.status, 'attempts_used', leased.attempts_used)),
+        subs.id, 'run.started'
+    FROM leased
+    JOIN subs ON subs.workspace_id = leased.workspace_id
+    WHERE leased.attempt_count = 1
+    RETURNING kind
+), wake AS (
+    SELECT pg_notify('svc_outbox', 'webhook') FROM (SELECT 1 FROM hooks LIMIT 1) h
+)
+SELECT leased.id, leased.workspace_id, leased.thread_id, leased.input_id, leased.agent_id, leased.revision_id,
+    leased.model_key, leased.skill_revisions, leased.parent_run_id, leased.parent_call_id, leased.status,
+    leased.attempts_used, leased.max_attempts, leased.attempt_count, leased.lease_attempt_id, leased.lease_worker,
+    leased.lease_expires_at, leased.ready_at, leased.cancel_requested_at, leased.checkpoint_key, leased.step,
+    leased.usage, leased.error, leased.created_by_id, leased.created_at, leased.started_at, leased.finished_at,
+    leased.updated_at, leased.waiting_calls,
+    events.seq AS event_seq, events.at AS event_at, events.data AS event_data,
+    (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM wake)::int AS hooks
+FROM leased
+JOIN events ON events.run_id = leased.id
+ORDER BY leased.id
 `
 
-// RunClaimable locks up to page_limit runs a worker may claim: unfinished,
-// unleased and ready, oldest ready first. Rows other workers hold are skipped.
-func (q *Queries) RunClaimable(ctx context.Context, db DBTX, pageLimit int32) ([]string, error) {
-	rows, err := db.Query(ctx, runClaimable, pageLimit)
+type RunClaimParams struct {
+	PageLimit    int32   `json:"page_limit"`
+	MaxRunning   int32   `json:"max_running"`
+	Worker       string  `json:"worker"`
+	LeaseSeconds float64 `json:"lease_seconds"`
+}
+
+type RunClaimRow struct {
+	ID                string          `json:"id"`
+	WorkspaceID       string          `json:"workspace_id"`
+	ThreadID          string          `json:"thread_id"`
+	InputID           *string         `json:"input_id"`
+	AgentID           string          `json:"agent_id"`
+	RevisionID        string          `json:"revision_id"`
+	ModelKey          string          `json:"model_key"`
+	SkillRevisions    json.RawMessage `json:"skill_revisions"`
+	ParentRunID       *string         `json:"parent_run_id"`
+	ParentCallID      *string         `json:"parent_call_id"`
+	Status            string          `json:"status"`
+	AttemptsUsed      int32           `json:"attempts_used"`
+	MaxAttempts       int32           `json:"max_attempts"`
+	AttemptCount      int32           `json:"attempt_count"`
+	LeaseAttemptID    *string         `json:"lease_attempt_id"`
+	LeaseWorker       *string         `json:"lease_worker"`
+	LeaseExpiresAt    *time.Time      `json:"lease_expires_at"`
+	ReadyAt           time.Time       `json:"ready_at"`
+	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
+	CheckpointKey     *string         `json:"checkpoint_key"`
+	Step              int32           `json:"step"`
+	Usage             json.RawMessage `json:"usage"`
+	Error             []byte          `json:"error"`
+	CreatedByID       string          `json:"created_by_id"`
+	CreatedAt         time.Time       `json:"created_at"`
+	StartedAt         *time.Time      `json:"started_at"`
+	FinishedAt        *time.Time      `json:"finished_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+	WaitingCalls      []string        `json:"waiting_calls"`
+	EventSeq          int64           `json:"event_seq"`
+	EventAt           time.Time       `json:"event_at"`
+	EventData         json.RawMessage `json:"event_data"`
+	Attempts          int32           `json:"attempts"`
+	Hooks             int32           `json:"hooks"`
+}
+
+// RunClaim claims up to page_limit runs for worker, fairly across
+// workspaces, in one statement (docs/decisions/0038-fair-claims.md):
+//
+//	ws:     the workspaces with unleased, unfinished runs (a skip scan of
+//	        run_claim_idx, one index probe per workspace);
+//	cand:   each workspace's oldest ready runs, at most as many as its
+//	        limit leaves (max_running minus the runs it holds leases for),
+//	        each ranked share = running + its place in the workspace's line;
+//	pick:   the page_limit candidates of lowest share, oldest ready first
+//	        among equal shares, locked; rows others hold are skipped;
+//	leased: each picked run leased to a new attempt (its id made here);
+//
+// the updates find their rows by primary key (= ANY of an array): joined
+// to the CTEs, whose size the planner cannot estimate, they were hash
+// joins over the whole table;
+// and, for each, its attempt row, its run.status event after the thread's
+// last one, and on a first attempt one run.started webhook delivery per
+// subscription that wants it (FOR KEY SHARE, as webhook.Emit does). It
+// answers the leased runs with their event's number, time and data.
+func (q *Queries) RunClaim(ctx context.Context, db DBTX, arg RunClaimParams) ([]RunClaimRow, error) {
+	rows, err := db.Query(ctx, runClaim,
+		arg.PageLimit,
+		arg.MaxRunning,
+		arg.Worker,
+		arg.LeaseSeconds,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []string{}
+	items := []RunClaimRow{}
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var i RunClaimRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkspaceID,
+			&i.ThreadID,
+			&i.InputID,
+			&i.AgentID,
+			&i.RevisionID,
+			&i.ModelKey,
+			&i.SkillRevisions,
+			&i.ParentRunID,
+			&i.ParentCallID,
+			&i.Status,
+			&i.AttemptsUsed,
+			&i.MaxAttempts,
+			&i.AttemptCount,
+			&i.LeaseAttemptID,
+			&i.LeaseWorker,
+			&i.LeaseExpiresAt,
+			&i.ReadyAt,
+			&i.CancelRequestedAt,
+			&i.CheckpointKey,
+			&i.Step,
+			&i.Usage,
+			&i.Error,
+			&i.CreatedByID,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.UpdatedAt,
+			&i.WaitingCalls,
+			&i.EventSeq,
+			&i.EventAt,
+			&i.EventData,
+			&i.Attempts,
+			&i.Hooks,
+		); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	return items, nil
+}
+
+const runClaimLock = `-- name: RunClaimLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('svc.run_claim', 0))
+`
+
+// RunClaimLock serialises claims across workers until the claim's
+// transaction ends, so that the claim statement after it (sent in the same
+// round trip) counts every lease committed before it: without it, two
+// workers claiming at once could each see a workspace under
+// worker.workspace_max_running and together put it over.
+func (q *Queries) RunClaimLock(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, runClaimLock)
+	return err
 }
 
 const runCommitStep = `-- name: RunCommitStep :one
@@ -1248,88 +1436,6 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 	return i, err
 }
 
-const runLease = `-- name: RunLease :many
-WITH c AS (
-    SELECT unnest($3::text[]) AS id, unnest($4::text[]) AS attempt_id
-)
-UPDATE run r
-SET status = 'running',
-    started_at = coalesce(r.started_at, now()),
-    attempt_count = r.attempt_count + 1,
-    lease_attempt_id = c.attempt_id,
-    lease_worker = $1::text,
-    lease_expires_at = now() + make_interval(secs => $2::float8),
-    updated_at = now()
-FROM c
-WHERE r.id = c.id AND r.finished_at IS NULL AND r.lease_expires_at IS NULL
-RETURNING r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth
-`
-
-type RunLeaseParams struct {
-	Worker       string   `json:"worker"`
-	LeaseSeconds float64  `json:"lease_seconds"`
-	Ids          []string `json:"ids"`
-	AttemptIds   []string `json:"attempt_ids"`
-}
-
-// RunLease gives each locked run (ids) to its new attempt (attempt_ids).
-func (q *Queries) RunLease(ctx context.Context, db DBTX, arg RunLeaseParams) ([]Run, error) {
-	rows, err := db.Query(ctx, runLease,
-		arg.Worker,
-		arg.LeaseSeconds,
-		arg.Ids,
-		arg.AttemptIds,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []Run{}
-	for rows.Next() {
-		var i Run
-		if err := rows.Scan(
-			&i.ID,
-			&i.WorkspaceID,
-			&i.ThreadID,
-			&i.InputID,
-			&i.AgentID,
-			&i.RevisionID,
-			&i.ModelKey,
-			&i.SkillRevisions,
-			&i.ParentRunID,
-			&i.ParentCallID,
-			&i.Status,
-			&i.AttemptsUsed,
-			&i.MaxAttempts,
-			&i.AttemptCount,
-			&i.LeaseAttemptID,
-			&i.LeaseWorker,
-			&i.LeaseExpiresAt,
-			&i.ReadyAt,
-			&i.CancelRequestedAt,
-			&i.CheckpointKey,
-			&i.Step,
-			&i.Usage,
-			&i.Error,
-			&i.CreatedByID,
-			&i.CreatedAt,
-			&i.StartedAt,
-			&i.FinishedAt,
-			&i.UpdatedAt,
-			&i.WaitingCalls,
-			&i.RootRunID,
-			&i.Depth,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const runList = `-- name: RunList :many
 SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run
 WHERE workspace_id = $1 AND id < $2
@@ -1632,6 +1738,22 @@ func (q *Queries) RunUnfinishedChildren(ctx context.Context, db DBTX, parentRunI
 		return nil, err
 	}
 	return items, nil
+}
+
+const runWaitingCount = `-- name: RunWaitingCount :one
+SELECT count(*)::int FROM run
+WHERE workspace_id = $1 AND finished_at IS NULL AND lease_expires_at IS NULL
+    AND ready_at < '9999-12-31T00:00:00Z'::timestamptz
+`
+
+// RunWaitingCount counts a workspace's runs that wait for a worker:
+// unfinished, unleased, and not waiting for subagents' results
+// (limits.workspace_max_waiting_runs).
+func (q *Queries) RunWaitingCount(ctx context.Context, db DBTX, workspaceID string) (int32, error) {
+	row := db.QueryRow(ctx, runWaitingCount, workspaceID)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const runWakeIfAnswered = `-- name: RunWakeIfAnswered :execrows

@@ -173,7 +173,8 @@ func (a *App) buildRuns() {
 	agents := agent.NewService(a.Pool, a.Types, refs.None{})
 	skills := skill.NewService(a.Pool, refs.None{})
 	a.Runs = run.NewService(a.Pool, agents, skills, a.Types, run.Options{MaxAttempts: a.cfg.Worker.MaxAttempts, Publisher: a.publisher,
-		Lease: time.Duration(a.cfg.Worker.LeaseSeconds) * time.Second})
+		Lease:      time.Duration(a.cfg.Worker.LeaseSeconds) * time.Second,
+		MaxRunning: a.cfg.Worker.WorkspaceMaxRunning, MaxWaitingRuns: a.cfg.Limits.WorkspaceMaxWaitingRuns})
 	if !a.role.Worker() {
 		return
 	}

@@ -114,6 +114,10 @@ type Worker struct {
 	SubagentMaxDepth        int `koanf:"subagent_max_depth"`
 	SubagentMaxLiveChildren int `koanf:"subagent_max_live_children"`
 	SubagentMaxDescendants  int `koanf:"subagent_max_descendants"`
+	// WorkspaceMaxRunning bounds the runs of one workspace running at once,
+	// counted in the database over every worker: claims skip a workspace
+	// that has as many, and its runs wait.
+	WorkspaceMaxRunning int `koanf:"workspace_max_running"`
 }
 
 // Environments configures execution environments.
@@ -248,6 +252,9 @@ type Limits struct {
 	// UnauthenticatedBodies bounds how many such bodies one process reads
 	// at once; more are refused with 503 before they are read.
 	UnauthenticatedBodies int `koanf:"unauthenticated_bodies"`
+	// WorkspaceMaxWaitingRuns bounds a workspace's runs that wait for a
+	// worker: a request that would start one more is refused (429).
+	WorkspaceMaxWaitingRuns int `koanf:"workspace_max_waiting_runs"`
 }
 
 // Log configures the process logger.
@@ -309,6 +316,9 @@ func Default() Config {
 			SubagentMaxDepth:        4,
 			SubagentMaxLiveChildren: 8,
 			SubagentMaxDescendants:  64,
+			// One less than the default slots: one workspace never holds
+			// every slot of a default worker.
+			WorkspaceMaxRunning: 3,
 		},
 		Environments: Environments{ScanSeconds: 30, RenewalSeconds: 30, DockerNetworks: []string{}},
 		Providers:    Providers{OperationScanSeconds: 30, ProbeTimeoutSeconds: 10},
@@ -357,6 +367,8 @@ func Default() Config {
 			ToolArgumentsBytes:                              1 << 20,
 			SubscriptionsPerWorkspace:                       20,
 			UnauthenticatedBodyBytes:                        16 << 10,
+			UnauthenticatedBodies:                           64,
+			WorkspaceMaxWaitingRuns:                         1000,
 		},
 		Log: Log{Level: "info", Format: "json"},
 	}

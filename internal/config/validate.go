@@ -66,6 +66,7 @@ func (c *Config) Validate() error {
 	v.positive("worker.subagent_max_depth", w.SubagentMaxDepth)
 	v.positive("worker.subagent_max_live_children", w.SubagentMaxLiveChildren)
 	v.positive("worker.subagent_max_descendants", w.SubagentMaxDescendants)
+	v.positive("worker.workspace_max_running", w.WorkspaceMaxRunning)
 
 	v.positive("environments.scan_seconds", c.Environments.ScanSeconds)
 	v.positive("environments.renewal_seconds", c.Environments.RenewalSeconds)
@@ -113,6 +114,7 @@ func (c *Config) Validate() error {
 	v.positive("limits.subscriptions_per_workspace", c.Limits.SubscriptionsPerWorkspace)
 	v.positive64("limits.unauthenticated_body_bytes", c.Limits.UnauthenticatedBodyBytes)
 	v.positive("limits.unauthenticated_bodies", c.Limits.UnauthenticatedBodies)
+	v.positive("limits.workspace_max_waiting_runs", c.Limits.WorkspaceMaxWaitingRuns)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "json", "text")

@@ -37,7 +37,8 @@ func NewRunHandlers(deps Deps, stopping func() bool) (*RunHandlers, error) {
 	}
 	prefix := deps.Config.Redis.KeyPrefix
 	svc := run.NewService(deps.Pool, agent.NewService(deps.Pool, deps.Types, ext), skill.NewService(deps.Pool, ext), deps.Types,
-		run.Options{MaxAttempts: deps.Config.Worker.MaxAttempts, Publisher: stream.NewPublisher(deps.Redis, prefix, deps.Log)})
+		run.Options{MaxAttempts: deps.Config.Worker.MaxAttempts, MaxRunning: deps.Config.Worker.WorkspaceMaxRunning,
+			MaxWaitingRuns: deps.Config.Limits.WorkspaceMaxWaitingRuns, Publisher: stream.NewPublisher(deps.Redis, prefix, deps.Log)})
 	hub := stream.NewHub(deps.Redis, prefix, svc.EventsAfter, deps.Log, stream.Options{Stopping: stopping})
 	return &RunHandlers{svc: svc, hub: hub, log: deps.Log}, nil
 }

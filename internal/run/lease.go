@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,7 +14,6 @@ import (
 	"github.com/svcdev/svc/internal/checkpoint"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
-	"github.com/svcdev/svc/internal/webhook"
 )
 
 // ErrLeaseLost is returned by every write of an attempt that no longer holds
@@ -46,56 +46,54 @@ type Claimed struct {
 }
 
 // Claim claims up to n runs for worker, each in a new attempt whose lease
-// lasts lease. Runs other workers hold are skipped, never waited for.
+// lasts lease, fairly across workspaces: each workspace's oldest ready runs
+// are taken in the order of how many runs it holds already (its share), so
+// a workspace with many waiting runs does not hold back another's; a
+// workspace with Options.MaxRunning leased runs (worker.workspace_max_running,
+// counted over every worker) is skipped, and its runs stay accepted. Runs other transactions hold locked are skipped, never waited
+// for. It is one round trip: the claim lock and the claim statement
+// (RunClaim: leases, attempts, run.status events, run.started webhooks) in
+// one implicit transaction (docs/decisions/0038-fair-claims.md).
 func (s *Service) Claim(ctx context.Context, worker string, n int, lease time.Duration) ([]Claimed, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	var ev pending
-	out, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) ([]Claimed, error) {
-		ids, err := s.q.RunClaimable(ctx, tx, int32(n))
-		if err != nil || len(ids) == 0 {
-			return nil, err
-		}
-		atts := make([]string, len(ids))
-		for i := range ids {
-			atts[i] = id.New(id.Attempt)
-		}
-		rows, err := s.q.RunLease(ctx, tx, db.RunLeaseParams{Ids: ids, AttemptIds: atts, Worker: worker, LeaseSeconds: lease.Seconds()})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]Claimed, 0, len(rows))
-		for _, r := range rows {
-			if err := s.q.AttemptInsert(ctx, tx, db.AttemptInsertParams{ID: *r.LeaseAttemptID, WorkspaceID: r.WorkspaceID,
-				RunID: r.ID, Number: r.AttemptCount, Worker: worker, FromStep: r.Step}); err != nil {
-				return nil, fmt.Errorf("record attempt of %s: %w", r.ID, err)
-			}
-			n := r.AttemptCount
-			evs, err := appendEvents(ctx, tx, r.WorkspaceID, r.ThreadID, &r.ID, []NewEvent{{Type: EventRunStatus, Data: RunStatusData{Status: StatusRunning, Attempt: &n}}})
-			if err != nil {
-				return nil, err
-			}
-			ev.add(r.ThreadID, evs)
-			if r.AttemptCount == 1 {
-				if err := s.l.emit(ctx, tx, webhook.RunStarted, r); err != nil {
-					return nil, err
-				}
-			}
-			out = append(out, Claimed{
-				Lease:         Lease{RunID: r.ID, AttemptID: *r.LeaseAttemptID, Number: r.AttemptCount, WorkspaceID: r.WorkspaceID, ThreadID: r.ThreadID},
-				Run:           runOf(r),
-				CheckpointKey: r.CheckpointKey,
-				FirstAttempt:  r.AttemptCount == 1,
-			})
-		}
-		return out, nil
-	})
+	maxRunning := s.maxRunning
+	if maxRunning <= 0 {
+		maxRunning = math.MaxInt32
+	}
+	rows, err := s.q.RunClaim(ctx, claimBatch{s.pool}, db.RunClaimParams{PageLimit: int32(n), MaxRunning: int32(maxRunning),
+		Worker: worker, LeaseSeconds: lease.Seconds()})
 	if err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
-	ev.publish(ctx, s.pub)
+	out := make([]Claimed, len(rows))
+	for i, row := range rows {
+		r := claimedRun(row)
+		out[i] = Claimed{
+			Lease:         Lease{RunID: r.ID, AttemptID: *r.LeaseAttemptID, Number: r.AttemptCount, WorkspaceID: r.WorkspaceID, ThreadID: r.ThreadID},
+			Run:           runOf(r),
+			CheckpointKey: r.CheckpointKey,
+			FirstAttempt:  r.AttemptCount == 1,
+		}
+		s.pub.Publish(ctx, r.ThreadID, []Event{{ThreadID: r.ThreadID, Seq: row.EventSeq, Type: EventRunStatus, RunID: &r.ID,
+			At: row.EventAt, Data: row.EventData}})
+	}
 	return out, nil
+}
+
+// claimedRun is the run a RunClaim row carries.
+func claimedRun(c db.RunClaimRow) db.Run {
+	return db.Run{
+		ID: c.ID, WorkspaceID: c.WorkspaceID, ThreadID: c.ThreadID, InputID: c.InputID, AgentID: c.AgentID,
+		RevisionID: c.RevisionID, ModelKey: c.ModelKey, SkillRevisions: c.SkillRevisions, ParentRunID: c.ParentRunID,
+		ParentCallID: c.ParentCallID, Status: c.Status, AttemptsUsed: c.AttemptsUsed, MaxAttempts: c.MaxAttempts,
+		AttemptCount: c.AttemptCount, LeaseAttemptID: c.LeaseAttemptID, LeaseWorker: c.LeaseWorker,
+		LeaseExpiresAt: c.LeaseExpiresAt, ReadyAt: c.ReadyAt, CancelRequestedAt: c.CancelRequestedAt,
+		CheckpointKey: c.CheckpointKey, Step: c.Step, Usage: c.Usage, Error: c.Error, CreatedByID: c.CreatedByID,
+		CreatedAt: c.CreatedAt, StartedAt: c.StartedAt, FinishedAt: c.FinishedAt, UpdatedAt: c.UpdatedAt,
+		WaitingCalls: c.WaitingCalls,
+	}
 }
 
 // Renewal is what renewing a lease learned.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,6 +40,14 @@ const (
 type Options struct {
 	// MaxAttempts is worker.max_attempts, stored on each run when it is accepted.
 	MaxAttempts int
+	// MaxRunning is worker.workspace_max_running: claims skip a workspace
+	// whose leased runs, counted over every worker, are as many. 0 sets no
+	// bound.
+	MaxRunning int
+	// MaxWaitingRuns is limits.workspace_max_waiting_runs: a request that
+	// would start a run while the workspace has as many runs waiting for a
+	// worker is refused (429 rate_limited). 0 sets no bound.
+	MaxWaitingRuns int
 	// Publisher carries committed events to live streams, off the callers'
 	// path and in commit order (a queue drained by one goroutine); nil
 	// publishes none.
@@ -57,6 +66,8 @@ type Service struct {
 	pub  Publisher
 	// lease is Options.Lease.
 	lease time.Duration
+	// maxRunning and maxWaiting are Options.MaxRunning and MaxWaitingRuns.
+	maxRunning, maxWaiting int
 }
 
 // NewService returns the thread and run service over pool.
@@ -66,7 +77,7 @@ func NewService(pool *pgxpool.Pool, agents *agent.Service, skills *skill.Service
 		pub = &asyncPublisher{inner: opts.Publisher}
 	}
 	q := db.New()
-	return &Service{pool: pool, q: q, pub: pub, lease: opts.Lease, l: &lifecycle{q: q, agents: agents, skills: skills, reg: reg, maxAttempts: int32(max(opts.MaxAttempts, 1))}}
+	return &Service{pool: pool, q: q, pub: pub, lease: opts.Lease, maxRunning: opts.MaxRunning, maxWaiting: opts.MaxWaitingRuns, l: &lifecycle{q: q, agents: agents, skills: skills, reg: reg, maxAttempts: int32(max(opts.MaxAttempts, 1))}}
 }
 
 // CreateThreadInput is a new thread.
@@ -155,6 +166,11 @@ func (s *Service) PostInput(ctx context.Context, c *auth.Caller, threadID, conte
 func (s *Service) post(ctx context.Context, tx pgx.Tx, c *auth.Caller, th db.Thread, content, onBusy string, ev *pending) (Posted, error) {
 	if th.ActiveRunID != nil && onBusy == OnBusyReject {
 		return Posted{}, apperr.New(apperr.KindConflict, "the thread has an unfinished run ("+*th.ActiveRunID+"); post with on_busy=enqueue to queue the input")
+	}
+	if th.ActiveRunID == nil {
+		if err := s.admit(ctx, tx, c.WorkspaceID); err != nil {
+			return Posted{}, err
+		}
 	}
 	in, err := s.q.InputInsert(ctx, tx, db.InputInsertParams{ID: id.New(id.Input), WorkspaceID: c.WorkspaceID, ThreadID: th.ID, Content: content, CreatedByID: c.PrincipalID})
 	if err != nil {
@@ -498,4 +514,33 @@ func (s *Service) agentExists(ctx context.Context, c *auth.Caller, agentID strin
 		return refNotFound(dbx.Translate(err, "agent"), "agent_id", "no such agent in this workspace")
 	}
 	return nil
+}
+
+// WaitingRetryAfter is the Retry-After of a run refused because its
+// workspace has limits.workspace_max_waiting_runs runs waiting: about the
+// time a few of them take to be claimed.
+const WaitingRetryAfter = 5 * time.Second
+
+// admit refuses a run that would start while the workspace has
+// MaxWaitingRuns runs waiting for a worker (unfinished, unleased, not
+// waiting for subagents): 429 rate_limited with Retry-After, and the
+// caller's transaction, which wrote nothing yet that the answer would keep,
+// is rolled back. The workspace's admissions are serialised until tx ends
+// (RunAdmitLock), so two requests cannot both take the last place.
+func (s *Service) admit(ctx context.Context, tx pgx.Tx, workspaceID string) error {
+	if s.maxWaiting <= 0 {
+		return nil
+	}
+	if err := s.q.RunAdmitLock(ctx, tx, workspaceID); err != nil {
+		return fmt.Errorf("lock the workspace's admissions: %w", err)
+	}
+	n, err := s.q.RunWaitingCount(ctx, tx, workspaceID)
+	if err != nil {
+		return fmt.Errorf("count waiting runs: %w", err)
+	}
+	if int(n) < s.maxWaiting {
+		return nil
+	}
+	return apperr.RateLimited(fmt.Sprintf("the workspace has %d runs waiting for a worker, the most limits.workspace_max_waiting_runs allows; "+
+		"retry after the time in Retry-After, once some have started", s.maxWaiting), WaitingRetryAfter)
 }

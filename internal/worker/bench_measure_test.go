@@ -28,8 +28,8 @@ import (
 // checkpoint puts, percentiles.
 
 // sqlTracer counts the statements sent to PostgreSQL (BEGIN and COMMIT
-// included: each is a round trip) and times each Claim transaction, from
-// its RunClaimable query to its COMMIT.
+// included: each is a round trip; a batch counts its statements) and times
+// each claim, the batch of RunClaimLock and RunClaim (one round trip).
 type sqlTracer struct {
 	// paused stops the counting (while a benchmark sets up).
 	paused     atomic.Bool
@@ -72,6 +72,35 @@ func (t *sqlTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pg
 		t.mu.Unlock()
 	}
 	return context.WithValue(ctx, sqlKey{}, sqlStart{sql: data.SQL, at: time.Now()})
+}
+
+type batchKey struct{}
+
+func (t *sqlTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	if t.paused.Load() {
+		return ctx
+	}
+	claim := false
+	for _, q := range data.Batch.QueuedQueries {
+		t.statements.Add(1)
+		claim = claim || strings.Contains(q.SQL, "name: RunClaim ")
+	}
+	if !claim {
+		return ctx
+	}
+	return context.WithValue(ctx, batchKey{}, time.Now())
+}
+
+func (t *sqlTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (t *sqlTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	start, ok := ctx.Value(batchKey{}).(time.Time)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	t.claims = append(t.claims, time.Since(start))
+	t.mu.Unlock()
 }
 
 func (t *sqlTracer) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryEndData) {

@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/checkpoint"
@@ -420,7 +421,7 @@ func BenchmarkThousandRuns(b *testing.B) {
 	}
 }
 
-// explainClaim answers the plan of the claim query (RunClaimable) for n
+// explainClaim answers the plan of the claim statement (RunClaim) for n
 // runs, executed in a transaction that is rolled back.
 func explainClaim(b *testing.B, pool *pgxpool.Pool, n int) string {
 	b.Helper()
@@ -428,16 +429,33 @@ func explainClaim(b *testing.B, pool *pgxpool.Pool, n int) string {
 	tx, err := pool.Begin(ctx)
 	require.NoError(b, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) SELECT r.id FROM run r
-		WHERE r.finished_at IS NULL AND r.lease_expires_at IS NULL AND r.ready_at <= now()
-		ORDER BY r.ready_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED`, n)
+	ex := &explainer{tx: tx}
+	_, err = db.New().RunClaim(ctx, ex, db.RunClaimParams{PageLimit: int32(n), MaxRunning: int32(n), Worker: "explain", LeaseSeconds: 30})
 	require.NoError(b, err)
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(b, err)
-	for i := range lines {
-		lines[i] = strings.TrimSpace(lines[i])
+	require.NoError(b, ex.err)
+	return strings.Join(ex.plan, " | ")
+}
+
+// explainer runs a query as EXPLAIN ANALYZE, keeps the plan and answers no
+// rows.
+type explainer struct {
+	db.DBTX
+	tx   pgx.Tx
+	plan []string
+	err  error
+}
+
+func (e *explainer) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	rows, err := e.tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+sql, args...)
+	if err != nil {
+		return nil, err
 	}
-	return strings.Join(lines, " | ")
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	for _, l := range lines {
+		e.plan = append(e.plan, strings.TrimSpace(l))
+	}
+	e.err = err
+	return e.tx.Query(ctx, "SELECT 1 WHERE false")
 }
 
 // hangAfterFirst lets a worker's first model request through and holds

@@ -129,7 +129,8 @@ func (w *Worker) claimLoop(ctx context.Context) {
 	}
 }
 
-// claim takes as many runs as there are free slots.
+// claim takes as many runs as there are free slots, fairly across
+// workspaces and within worker.workspace_max_running (run.Service.Claim).
 func (w *Worker) claim(ctx context.Context) {
 	for ctx.Err() == nil {
 		free := w.opts.Slots - w.Active()

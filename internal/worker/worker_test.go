@@ -76,7 +76,7 @@ func lookupTool(calls *atomic.Int32) worker.Toolset {
 	}
 }
 
-func setup(t *testing.T, script []llmtest.Turn, maxAttempts int) *bundle {
+func setup(t testing.TB, script []llmtest.Turn, maxAttempts int) *bundle {
 	t.Helper()
 	ctx := t.Context()
 	pool := testdb.New(t)

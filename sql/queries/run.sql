@@ -83,35 +83,138 @@ WHERE workspace_id = @workspace_id AND id < @after_id
 ORDER BY id DESC
 LIMIT @page_limit;
 
--- RunClaimable locks up to page_limit runs a worker may claim: unfinished,
--- unleased and ready, oldest ready first. Rows other workers hold are skipped.
--- name: RunClaimable :many
-SELECT r.id FROM run r
-WHERE r.finished_at IS NULL AND r.lease_expires_at IS NULL AND r.ready_at <= now()
-ORDER BY r.ready_at
-LIMIT @page_limit
-FOR UPDATE OF r SKIP LOCKED;
+-- RunClaimLock serialises claims across workers until the claim's
+-- transaction ends, so that the claim statement after it (sent in the same
+-- round trip) counts every lease committed before it: without it, two
+-- workers claiming at once could each see a workspace under
+-- worker.workspace_max_running and together put it over.
+-- name: RunClaimLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('svc.run_claim', 0));
 
--- RunLease gives each locked run (ids) to its new attempt (attempt_ids).
--- name: RunLease :many
-WITH c AS (
-    SELECT unnest(@ids::text[]) AS id, unnest(@attempt_ids::text[]) AS attempt_id
+-- RunClaim claims up to page_limit runs for worker, fairly across
+-- workspaces, in one statement (docs/decisions/0038-fair-claims.md):
+--   ws:     the workspaces with unleased, unfinished runs (a skip scan of
+--           run_claim_idx, one index probe per workspace);
+--   cand:   each workspace's oldest ready runs, at most as many as its
+--           limit leaves (max_running minus the runs it holds leases for),
+--           each ranked share = running + its place in the workspace's line;
+--   pick:   the page_limit candidates of lowest share, oldest ready first
+--           among equal shares, locked; rows others hold are skipped;
+--   leased: each picked run leased to a new attempt (its id made here);
+-- the updates find their rows by primary key (= ANY of an array): joined
+-- to the CTEs, whose size the planner cannot estimate, they were hash
+-- joins over the whole table;
+-- and, for each, its attempt row, its run.status event after the thread's
+-- last one, and on a first attempt one run.started webhook delivery per
+-- subscription that wants it (FOR KEY SHARE, as webhook.Emit does). It
+-- answers the leased runs with their event's number, time and data.
+-- name: RunClaim :many
+WITH RECURSIVE ws AS (
+    (SELECT r.workspace_id FROM run r
+     WHERE r.finished_at IS NULL AND r.lease_expires_at IS NULL
+     ORDER BY r.workspace_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.workspace_id FROM run r
+            WHERE r.finished_at IS NULL AND r.lease_expires_at IS NULL AND r.workspace_id > ws.workspace_id
+            ORDER BY r.workspace_id LIMIT 1)
+    FROM ws
+    WHERE ws.workspace_id IS NOT NULL
+), busy AS (
+    SELECT ws.workspace_id,
+        (SELECT count(*) FROM run r WHERE r.workspace_id = ws.workspace_id AND r.lease_expires_at IS NOT NULL)::int AS running
+    FROM ws
+    WHERE ws.workspace_id IS NOT NULL
+), cand AS (
+    SELECT c.id, c.ready_at, busy.running + c.place AS share
+    FROM busy
+    CROSS JOIN LATERAL (
+        SELECT r.id, r.ready_at, row_number() OVER (ORDER BY r.ready_at) AS place
+        FROM run r
+        WHERE r.workspace_id = busy.workspace_id
+            AND r.finished_at IS NULL AND r.lease_expires_at IS NULL AND r.ready_at <= now()
+        ORDER BY r.ready_at
+        LIMIT @page_limit::int
+    ) AS c
+    WHERE busy.running + c.place <= @max_running::int
+), pick AS (
+    SELECT r.id FROM cand
+    JOIN run r ON r.id = cand.id
+    WHERE r.finished_at IS NULL AND r.lease_expires_at IS NULL
+    ORDER BY cand.share, cand.ready_at
+    LIMIT @page_limit::int
+    FOR UPDATE OF r SKIP LOCKED
+), leased AS (
+    UPDATE run r
+    SET status = 'running',
+        started_at = coalesce(r.started_at, now()),
+        attempt_count = r.attempt_count + 1,
+        lease_attempt_id = svc_id('att'),
+        lease_worker = @worker::text,
+        lease_expires_at = now() + make_interval(secs => @lease_seconds::float8),
+        updated_at = now()
+    WHERE r.id = ANY (ARRAY(SELECT pick.id FROM pick))
+    RETURNING r.*
+), attempts AS (
+    INSERT INTO run_attempt (id, workspace_id, run_id, number, worker, from_step)
+    SELECT leased.lease_attempt_id, leased.workspace_id, leased.id, leased.attempt_count, @worker::text, leased.step
+    FROM leased
+    RETURNING 1
+), bump AS (
+    UPDATE thread SET last_seq = thread.last_seq + 1
+    WHERE thread.id = ANY (ARRAY(SELECT leased.thread_id FROM leased))
+    RETURNING thread.id, thread.last_seq
+), events AS (
+    INSERT INTO thread_event (thread_id, seq, workspace_id, run_id, type, data)
+    SELECT leased.thread_id, bump.last_seq, leased.workspace_id, leased.id, 'run.status',
+        jsonb_build_object('status', 'running', 'attempt', leased.attempt_count, 'error', NULL)
+    FROM leased
+    JOIN bump ON bump.id = leased.thread_id
+    RETURNING run_id, seq, at, data
+), subs AS (
+    SELECT s.id, s.workspace_id FROM subscription s
+    WHERE s.workspace_id IN (SELECT leased.workspace_id FROM leased WHERE leased.attempt_count = 1)
+        AND s.enabled AND 'run.started' = ANY (s.event_types)
+    FOR KEY SHARE
+), hooks AS (
+    INSERT INTO outbox (id, kind, workspace_id, payload, subscription_id, event_type)
+    SELECT svc_id('dlv'), 'webhook', leased.workspace_id,
+        jsonb_build_object('type', 'run.started',
+            'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'data', jsonb_build_object('run_id', leased.id, 'thread_id', leased.thread_id, 'agent_id', leased.agent_id,
+                'revision_id', leased.revision_id, 'status', leased.status, 'attempts_used', leased.attempts_used)),
+        subs.id, 'run.started'
+    FROM leased
+    JOIN subs ON subs.workspace_id = leased.workspace_id
+    WHERE leased.attempt_count = 1
+    RETURNING kind
+), wake AS (
+    SELECT pg_notify('svc_outbox', 'webhook') FROM (SELECT 1 FROM hooks LIMIT 1) h
 )
-UPDATE run r
-SET status = 'running',
-    started_at = coalesce(r.started_at, now()),
-    attempt_count = r.attempt_count + 1,
-    lease_attempt_id = c.attempt_id,
-    lease_worker = @worker::text,
-    lease_expires_at = now() + make_interval(secs => @lease_seconds::float8),
-    updated_at = now()
-FROM c
-WHERE r.id = c.id AND r.finished_at IS NULL AND r.lease_expires_at IS NULL
-RETURNING r.*;
+SELECT leased.id, leased.workspace_id, leased.thread_id, leased.input_id, leased.agent_id, leased.revision_id,
+    leased.model_key, leased.skill_revisions, leased.parent_run_id, leased.parent_call_id, leased.status,
+    leased.attempts_used, leased.max_attempts, leased.attempt_count, leased.lease_attempt_id, leased.lease_worker,
+    leased.lease_expires_at, leased.ready_at, leased.cancel_requested_at, leased.checkpoint_key, leased.step,
+    leased.usage, leased.error, leased.created_by_id, leased.created_at, leased.started_at, leased.finished_at,
+    leased.updated_at, leased.waiting_calls,
+    events.seq AS event_seq, events.at AS event_at, events.data AS event_data,
+    (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM wake)::int AS hooks
+FROM leased
+JOIN events ON events.run_id = leased.id
+ORDER BY leased.id;
 
--- name: AttemptInsert :exec
-INSERT INTO run_attempt (id, workspace_id, run_id, number, worker, from_step)
-VALUES (@id, @workspace_id, @run_id, @number, @worker, @from_step);
+-- RunWaitingCount counts a workspace's runs that wait for a worker:
+-- unfinished, unleased, and not waiting for subagents' results
+-- (limits.workspace_max_waiting_runs).
+-- name: RunWaitingCount :one
+SELECT count(*)::int FROM run
+WHERE workspace_id = @workspace_id AND finished_at IS NULL AND lease_expires_at IS NULL
+    AND ready_at < '9999-12-31T00:00:00Z'::timestamptz;
+
+-- RunAdmitLock serialises the runs a workspace's requests start, until
+-- their transaction ends, so that two requests cannot both see the
+-- workspace under limits.workspace_max_waiting_runs and together put it over.
+-- name: RunAdmitLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('svc.run_admit:' || @workspace_id::text, 0));
 
 -- RunRenewLease extends the attempt's lease while it still holds it and the
 -- lease has not run out; it answers whether a cancel was asked for. No row:
