@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -387,14 +386,16 @@ func (e *runsEnv) rowFree(runID string) (bool, error) {
 	return err == nil, err
 }
 
-// workerOf is the worker id (the replica id, "host-pid-random") an attempt
-// of p records.
+// workerOf is the worker id an attempt of p records: the replica id p
+// announced in its "svc ready" record.
 func workerOf(p *process) string {
-	return "-" + strconv.Itoa(p.cmd.Process.Pid) + "-"
+	id, _ := p.waitReadyRecord()["replica_id"].(string)
+	require.NotEmpty(p.t, id, "svc ready record without replica_id")
+	return id
 }
 
 // ranOn reports whether attempt a ran on process p.
-func ranOn(a run.Attempt, p *process) bool { return strings.Contains(a.Worker, workerOf(p)) }
+func ranOn(a run.Attempt, p *process) bool { return a.Worker == workerOf(p) }
 
 // shape renders a thread's messages as role:content lines.
 func shape(msgs []run.Message) []string {
