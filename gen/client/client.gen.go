@@ -262,6 +262,21 @@ func (e InputStatus) Valid() bool {
 	}
 }
 
+// Defines values for InvitationConfirmationSentStatus.
+const (
+	InvitationConfirmationSentStatusConfirmationSent InvitationConfirmationSentStatus = "confirmation_sent"
+)
+
+// Valid indicates whether the value is a known member of the InvitationConfirmationSentStatus enum.
+func (e InvitationConfirmationSentStatus) Valid() bool {
+	switch e {
+	case InvitationConfirmationSentStatusConfirmationSent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvitationRole.
 const (
 	InvitationRoleAdmin  InvitationRole = "admin"
@@ -1606,6 +1621,15 @@ type Invitation struct {
 	// WorkspaceId null for organization invitations.
 	WorkspaceId nullable.Nullable[string] `json:"workspace_id"`
 }
+
+// InvitationConfirmationSent defines model for InvitationConfirmationSent.
+type InvitationConfirmationSent struct {
+	// Status A mail went to the invitation's address; the invitation is not accepted yet.
+	Status InvitationConfirmationSentStatus `json:"status"`
+}
+
+// InvitationConfirmationSentStatus A mail went to the invitation's address; the invitation is not accepted yet.
+type InvitationConfirmationSentStatus string
 
 // InvitationPage defines model for InvitationPage.
 type InvitationPage struct {
@@ -4535,10 +4559,16 @@ type ClientInterface interface {
 	// AcceptInvitationWithBody Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
-	// the invitation, and `password` for the account. A new e-mail address gets
-	// an account with `password` (at least 8 characters); an existing account
-	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused. A missing or
+	// the invitation, and `password` for the account. The password of the
+	// account that already has the invitation's address accepts at once (200).
+	// Every other password (at least 8 characters) is answered 202
+	// `confirmation_sent`, the same bytes whether or not the address has an
+	// account: for an address without one, a confirmation link is mailed to it,
+	// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+	// (a console page) creates the account with this password and accepts; an
+	// existing account is not changed and its address is told of the attempt.
+	// So the token alone neither tells whether an address has an account nor
+	// creates one. Expired, revoked or used tokens are refused. A missing or
 	// malformed password is refused with the same answer whether or not the
 	// address has an account. Attempts are limited per client address, per
 	// invitation from one client and per invitation
@@ -4553,10 +4583,16 @@ type ClientInterface interface {
 	// AcceptInvitation Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
-	// the invitation, and `password` for the account. A new e-mail address gets
-	// an account with `password` (at least 8 characters); an existing account
-	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused. A missing or
+	// the invitation, and `password` for the account. The password of the
+	// account that already has the invitation's address accepts at once (200).
+	// Every other password (at least 8 characters) is answered 202
+	// `confirmation_sent`, the same bytes whether or not the address has an
+	// account: for an address without one, a confirmation link is mailed to it,
+	// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+	// (a console page) creates the account with this password and accepts; an
+	// existing account is not changed and its address is told of the attempt.
+	// So the token alone neither tells whether an address has an account nor
+	// creates one. Expired, revoked or used tokens are refused. A missing or
 	// malformed password is refused with the same answer whether or not the
 	// address has an account. Attempts are limited per client address, per
 	// invitation from one client and per invitation
@@ -6584,10 +6620,16 @@ func (c *Client) GetEnvironment(ctx context.Context, environmentId string, reqEd
 // AcceptInvitationWithBody Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
-// the invitation, and `password` for the account. A new e-mail address gets
-// an account with `password` (at least 8 characters); an existing account
-// must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused. A missing or
+// the invitation, and `password` for the account. The password of the
+// account that already has the invitation's address accepts at once (200).
+// Every other password (at least 8 characters) is answered 202
+// `confirmation_sent`, the same bytes whether or not the address has an
+// account: for an address without one, a confirmation link is mailed to it,
+// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+// (a console page) creates the account with this password and accepts; an
+// existing account is not changed and its address is told of the attempt.
+// So the token alone neither tells whether an address has an account nor
+// creates one. Expired, revoked or used tokens are refused. A missing or
 // malformed password is refused with the same answer whether or not the
 // address has an account. Attempts are limited per client address, per
 // invitation from one client and per invitation
@@ -6612,10 +6654,16 @@ func (c *Client) AcceptInvitationWithBody(ctx context.Context, contentType strin
 // AcceptInvitation Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
-// the invitation, and `password` for the account. A new e-mail address gets
-// an account with `password` (at least 8 characters); an existing account
-// must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused. A missing or
+// the invitation, and `password` for the account. The password of the
+// account that already has the invitation's address accepts at once (200).
+// Every other password (at least 8 characters) is answered 202
+// `confirmation_sent`, the same bytes whether or not the address has an
+// account: for an address without one, a confirmation link is mailed to it,
+// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+// (a console page) creates the account with this password and accepts; an
+// existing account is not changed and its address is told of the attempt.
+// So the token alone neither tells whether an address has an account nor
+// creates one. Expired, revoked or used tokens are refused. A missing or
 // malformed password is refused with the same answer whether or not the
 // address has an account. Attempts are limited per client address, per
 // invitation from one client and per invitation
@@ -15319,10 +15367,16 @@ type ClientWithResponsesInterface interface {
 	// AcceptInvitationWithBodyWithResponse Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
-	// the invitation, and `password` for the account. A new e-mail address gets
-	// an account with `password` (at least 8 characters); an existing account
-	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused. A missing or
+	// the invitation, and `password` for the account. The password of the
+	// account that already has the invitation's address accepts at once (200).
+	// Every other password (at least 8 characters) is answered 202
+	// `confirmation_sent`, the same bytes whether or not the address has an
+	// account: for an address without one, a confirmation link is mailed to it,
+	// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+	// (a console page) creates the account with this password and accepts; an
+	// existing account is not changed and its address is told of the attempt.
+	// So the token alone neither tells whether an address has an account nor
+	// creates one. Expired, revoked or used tokens are refused. A missing or
 	// malformed password is refused with the same answer whether or not the
 	// address has an account. Attempts are limited per client address, per
 	// invitation from one client and per invitation
@@ -15337,10 +15391,16 @@ type ClientWithResponsesInterface interface {
 	// AcceptInvitationWithResponse Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
-	// the invitation, and `password` for the account. A new e-mail address gets
-	// an account with `password` (at least 8 characters); an existing account
-	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused. A missing or
+	// the invitation, and `password` for the account. The password of the
+	// account that already has the invitation's address accepts at once (200).
+	// Every other password (at least 8 characters) is answered 202
+	// `confirmation_sent`, the same bytes whether or not the address has an
+	// account: for an address without one, a confirmation link is mailed to it,
+	// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+	// (a console page) creates the account with this password and accepts; an
+	// existing account is not changed and its address is told of the attempt.
+	// So the token alone neither tells whether an address has an account nor
+	// creates one. Expired, revoked or used tokens are refused. A missing or
 	// malformed password is refused with the same answer whether or not the
 	// address has an account. Attempts are limited per client address, per
 	// invitation from one client and per invitation
@@ -21373,6 +21433,8 @@ type AcceptInvitationResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *AcceptedInvitation
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *InvitationConfirmationSent
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON404 the response for an HTTP 404 `application/json` response
@@ -21398,6 +21460,11 @@ type AcceptInvitationResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r AcceptInvitationResponse) GetJSON200() *AcceptedInvitation {
 	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r AcceptInvitationResponse) GetJSON202() *InvitationConfirmationSent {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -30216,10 +30283,16 @@ func (c *ClientWithResponses) GetEnvironmentWithResponse(ctx context.Context, en
 // AcceptInvitationWithBodyWithResponse Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
-// the invitation, and `password` for the account. A new e-mail address gets
-// an account with `password` (at least 8 characters); an existing account
-// must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused. A missing or
+// the invitation, and `password` for the account. The password of the
+// account that already has the invitation's address accepts at once (200).
+// Every other password (at least 8 characters) is answered 202
+// `confirmation_sent`, the same bytes whether or not the address has an
+// account: for an address without one, a confirmation link is mailed to it,
+// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+// (a console page) creates the account with this password and accepts; an
+// existing account is not changed and its address is told of the attempt.
+// So the token alone neither tells whether an address has an account nor
+// creates one. Expired, revoked or used tokens are refused. A missing or
 // malformed password is refused with the same answer whether or not the
 // address has an account. Attempts are limited per client address, per
 // invitation from one client and per invitation
@@ -30240,10 +30313,16 @@ func (c *ClientWithResponses) AcceptInvitationWithBodyWithResponse(ctx context.C
 // AcceptInvitationWithResponse Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
-// the invitation, and `password` for the account. A new e-mail address gets
-// an account with `password` (at least 8 characters); an existing account
-// must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused. A missing or
+// the invitation, and `password` for the account. The password of the
+// account that already has the invitation's address accepts at once (200).
+// Every other password (at least 8 characters) is answered 202
+// `confirmation_sent`, the same bytes whether or not the address has an
+// account: for an address without one, a confirmation link is mailed to it,
+// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+// (a console page) creates the account with this password and accepts; an
+// existing account is not changed and its address is told of the attempt.
+// So the token alone neither tells whether an address has an account nor
+// creates one. Expired, revoked or used tokens are refused. A missing or
 // malformed password is refused with the same answer whether or not the
 // address has an account. Attempts are limited per client address, per
 // invitation from one client and per invitation
@@ -36642,6 +36721,13 @@ func ParseAcceptInvitationResponse(rsp *http.Response) (*AcceptInvitationRespons
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest InvitationConfirmationSent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest

@@ -90,6 +90,7 @@ func New(d Deps) (*Console, error) {
 	invitations, err := invitation.NewService(invitation.Options{
 		Pool: d.Pool, Keyring: d.Keyring, PublicURL: cfg.Server.PublicURL,
 		TTL: time.Duration(cfg.Auth.InvitationTTLSeconds) * time.Second, ForgetFunc: d.ForgetFunc,
+		ConfirmationTTL:                       time.Duration(cfg.Auth.InvitationConfirmationTTLSeconds) * time.Second,
 		Limiter:                               d.Limiter,
 		AcceptPerAddressPerMinute:             cfg.Limits.InvitationAcceptPerAddressPerMinute,
 		AcceptPerInvitationPerClientPerMinute: cfg.Limits.InvitationAcceptPerInvitationPerClientPerMinute,

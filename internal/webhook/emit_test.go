@@ -159,7 +159,7 @@ func TestInvitationAcceptedEmits(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
 	sub, _ := b.subscribe(t, nil, hook, webhook.InvitationAccepted)
-	svc, err := invitation.NewService(invitation.Options{Pool: b.pool, Keyring: b.ring, PublicURL: "https://svc.example.com", TTL: time.Hour})
+	svc, err := invitation.NewService(invitation.Options{Pool: b.pool, Keyring: b.ring, PublicURL: "https://svc.example.com", TTL: time.Hour, ConfirmationTTL: time.Hour})
 	require.NoError(t, err)
 	accept := func(target invitation.Target, email, role string) invitation.AcceptResult {
 		created, err := svc.Create(ctx, invitation.CreateInput{Caller: b.caller, Target: target, Email: email, Role: role})
