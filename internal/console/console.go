@@ -122,6 +122,8 @@ func (c *Console) Register(e *echo.Echo) {
 	e.POST("/password/reset", c.page(c.reset))
 	e.GET("/invitations/accept", c.page(c.acceptForm))
 	e.POST("/invitations/accept", c.page(c.accept))
+	e.GET("/invitations/confirm", c.page(c.confirmForm))
+	e.POST("/invitations/confirm", c.page(c.confirm))
 	e.GET("/console/assets/:name", asset)
 }
 
