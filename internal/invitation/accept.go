@@ -40,15 +40,16 @@ type AcceptResult struct {
 // kind user named DisplayName or the address, with an argon2id hash of
 // Password); an existing account is left as it is and told of the attempt. So
 // the token's holder, the inviter too, learns nothing about accounts and cannot
-// create one for an address they do not receive mail at. The membership is added unless the
-// principal already has one, whose role then stays as it is. Unknown tokens are
-// ErrNotFound; revoked, expired and accepted invitations are ErrRevoked,
-// ErrExpired and ErrAccepted.
+// create one for an address they do not receive mail at. The membership is
+// added unless the principal already has one, whose role then stays as it is.
+// Unknown tokens are ErrNotFound; revoked, expired and accepted invitations are
+// ErrRevoked, ErrExpired and ErrAccepted.
 //
 // Attempts are rate limited per client address, per invitation from that
-// client and per invitation (429 rate_limited), whether or not the address has an account, and both cases pay
-// for one argon2id run: up to the password check, neither the answers nor their
-// timing tell the token's holder whether the address has an account.
+// client and per invitation (429 rate_limited), whether or not the address has
+// an account. Both cases of a wrong or new password pay for one argon2id run,
+// one transaction and one queued mail, so neither the answers nor their timing
+// tell the token's holder whether the address has an account.
 func (s *Service) Accept(ctx context.Context, in AcceptInput) (AcceptResult, error) {
 	if err := in.Validate(); err != nil {
 		return AcceptResult{}, err
