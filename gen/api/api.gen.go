@@ -264,6 +264,21 @@ func (e InputStatus) Valid() bool {
 	}
 }
 
+// Defines values for InvitationConfirmationSentStatus.
+const (
+	InvitationConfirmationSentStatusConfirmationSent InvitationConfirmationSentStatus = "confirmation_sent"
+)
+
+// Valid indicates whether the value is a known member of the InvitationConfirmationSentStatus enum.
+func (e InvitationConfirmationSentStatus) Valid() bool {
+	switch e {
+	case InvitationConfirmationSentStatusConfirmationSent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvitationRole.
 const (
 	InvitationRoleAdmin  InvitationRole = "admin"
@@ -1608,6 +1623,15 @@ type Invitation struct {
 	// WorkspaceId null for organization invitations.
 	WorkspaceId nullable.Nullable[string] `json:"workspace_id"`
 }
+
+// InvitationConfirmationSent defines model for InvitationConfirmationSent.
+type InvitationConfirmationSent struct {
+	// Status A mail went to the invitation's address; the invitation is not accepted yet.
+	Status InvitationConfirmationSentStatus `json:"status"`
+}
+
+// InvitationConfirmationSentStatus A mail went to the invitation's address; the invitation is not accepted yet.
+type InvitationConfirmationSentStatus string
 
 // InvitationPage defines model for InvitationPage.
 type InvitationPage struct {
@@ -15088,6 +15112,20 @@ func (response AcceptInvitation200JSONResponse) VisitAcceptInvitationResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation202JSONResponse InvitationConfirmationSent
+
+func (response AcceptInvitation202JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }

@@ -265,6 +265,21 @@ func (e InputStatus) Valid() bool {
 	}
 }
 
+// Defines values for InvitationConfirmationSentStatus.
+const (
+	InvitationConfirmationSentStatusConfirmationSent InvitationConfirmationSentStatus = "confirmation_sent"
+)
+
+// Valid indicates whether the value is a known member of the InvitationConfirmationSentStatus enum.
+func (e InvitationConfirmationSentStatus) Valid() bool {
+	switch e {
+	case InvitationConfirmationSentStatusConfirmationSent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvitationRole.
 const (
 	InvitationRoleAdmin  InvitationRole = "admin"
@@ -1609,6 +1624,15 @@ type Invitation struct {
 	// WorkspaceId null for organization invitations.
 	WorkspaceId nullable.Nullable[string] `json:"workspace_id"`
 }
+
+// InvitationConfirmationSent defines model for InvitationConfirmationSent.
+type InvitationConfirmationSent struct {
+	// Status A mail went to the invitation's address; the invitation is not accepted yet.
+	Status InvitationConfirmationSentStatus `json:"status"`
+}
+
+// InvitationConfirmationSentStatus A mail went to the invitation's address; the invitation is not accepted yet.
+type InvitationConfirmationSentStatus string
 
 // InvitationPage defines model for InvitationPage.
 type InvitationPage struct {
@@ -4550,10 +4574,16 @@ type ClientInterface interface {
 	// AcceptInvitationWithBody Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
-	// the invitation, and `password` for the account. A new e-mail address gets
-	// an account with `password` (at least 8 characters); an existing account
-	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused. A missing or
+	// the invitation, and `password` for the account. The password of the
+	// account that already has the invitation's address accepts at once (200).
+	// Every other password (at least 8 characters) is answered 202
+	// `confirmation_sent`, the same bytes whether or not the address has an
+	// account: for an address without one, a confirmation link is mailed to it,
+	// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+	// (a console page) creates the account with this password and accepts; an
+	// existing account is not changed and its address is told of the attempt.
+	// So the token alone neither tells whether an address has an account nor
+	// creates one. Expired, revoked or used tokens are refused. A missing or
 	// malformed password is refused with the same answer whether or not the
 	// address has an account. Attempts are limited per client address, per
 	// invitation from one client and per invitation
@@ -4568,10 +4598,16 @@ type ClientInterface interface {
 	// AcceptInvitation Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
-	// the invitation, and `password` for the account. A new e-mail address gets
-	// an account with `password` (at least 8 characters); an existing account
-	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused. A missing or
+	// the invitation, and `password` for the account. The password of the
+	// account that already has the invitation's address accepts at once (200).
+	// Every other password (at least 8 characters) is answered 202
+	// `confirmation_sent`, the same bytes whether or not the address has an
+	// account: for an address without one, a confirmation link is mailed to it,
+	// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+	// (a console page) creates the account with this password and accepts; an
+	// existing account is not changed and its address is told of the attempt.
+	// So the token alone neither tells whether an address has an account nor
+	// creates one. Expired, revoked or used tokens are refused. A missing or
 	// malformed password is refused with the same answer whether or not the
 	// address has an account. Attempts are limited per client address, per
 	// invitation from one client and per invitation
@@ -6619,10 +6655,16 @@ func (c *Client) GetEnvironment(ctx context.Context, environmentId string, reqEd
 // AcceptInvitationWithBody Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
-// the invitation, and `password` for the account. A new e-mail address gets
-// an account with `password` (at least 8 characters); an existing account
-// must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused. A missing or
+// the invitation, and `password` for the account. The password of the
+// account that already has the invitation's address accepts at once (200).
+// Every other password (at least 8 characters) is answered 202
+// `confirmation_sent`, the same bytes whether or not the address has an
+// account: for an address without one, a confirmation link is mailed to it,
+// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+// (a console page) creates the account with this password and accepts; an
+// existing account is not changed and its address is told of the attempt.
+// So the token alone neither tells whether an address has an account nor
+// creates one. Expired, revoked or used tokens are refused. A missing or
 // malformed password is refused with the same answer whether or not the
 // address has an account. Attempts are limited per client address, per
 // invitation from one client and per invitation
@@ -6647,10 +6689,16 @@ func (c *Client) AcceptInvitationWithBody(ctx context.Context, contentType strin
 // AcceptInvitation Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
-// the invitation, and `password` for the account. A new e-mail address gets
-// an account with `password` (at least 8 characters); an existing account
-// must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused. A missing or
+// the invitation, and `password` for the account. The password of the
+// account that already has the invitation's address accepts at once (200).
+// Every other password (at least 8 characters) is answered 202
+// `confirmation_sent`, the same bytes whether or not the address has an
+// account: for an address without one, a confirmation link is mailed to it,
+// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+// (a console page) creates the account with this password and accepts; an
+// existing account is not changed and its address is told of the attempt.
+// So the token alone neither tells whether an address has an account nor
+// creates one. Expired, revoked or used tokens are refused. A missing or
 // malformed password is refused with the same answer whether or not the
 // address has an account. Attempts are limited per client address, per
 // invitation from one client and per invitation
@@ -15398,10 +15446,16 @@ type ClientWithResponsesInterface interface {
 	// AcceptInvitationWithBodyWithResponse Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
-	// the invitation, and `password` for the account. A new e-mail address gets
-	// an account with `password` (at least 8 characters); an existing account
-	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused. A missing or
+	// the invitation, and `password` for the account. The password of the
+	// account that already has the invitation's address accepts at once (200).
+	// Every other password (at least 8 characters) is answered 202
+	// `confirmation_sent`, the same bytes whether or not the address has an
+	// account: for an address without one, a confirmation link is mailed to it,
+	// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+	// (a console page) creates the account with this password and accepts; an
+	// existing account is not changed and its address is told of the attempt.
+	// So the token alone neither tells whether an address has an account nor
+	// creates one. Expired, revoked or used tokens are refused. A missing or
 	// malformed password is refused with the same answer whether or not the
 	// address has an account. Attempts are limited per client address, per
 	// invitation from one client and per invitation
@@ -15416,10 +15470,16 @@ type ClientWithResponsesInterface interface {
 	// AcceptInvitationWithResponse Accept an invitation with its token
 	//
 	// Needs no API key: the token from the invitation mail is the credential for
-	// the invitation, and `password` for the account. A new e-mail address gets
-	// an account with `password` (at least 8 characters); an existing account
-	// must give its own password (400 naming `password` otherwise) and gains the
-	// membership. Expired, revoked or used tokens are refused. A missing or
+	// the invitation, and `password` for the account. The password of the
+	// account that already has the invitation's address accepts at once (200).
+	// Every other password (at least 8 characters) is answered 202
+	// `confirmation_sent`, the same bytes whether or not the address has an
+	// account: for an address without one, a confirmation link is mailed to it,
+	// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+	// (a console page) creates the account with this password and accepts; an
+	// existing account is not changed and its address is told of the attempt.
+	// So the token alone neither tells whether an address has an account nor
+	// creates one. Expired, revoked or used tokens are refused. A missing or
 	// malformed password is refused with the same answer whether or not the
 	// address has an account. Attempts are limited per client address, per
 	// invitation from one client and per invitation
@@ -21668,6 +21728,8 @@ type AcceptInvitationResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *AcceptedInvitation
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *InvitationConfirmationSent
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON404 the response for an HTTP 404 `application/json` response
@@ -21695,6 +21757,11 @@ type AcceptInvitationResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r AcceptInvitationResponse) GetJSON200() *AcceptedInvitation {
 	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r AcceptInvitationResponse) GetJSON202() *InvitationConfirmationSent {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -30861,10 +30928,16 @@ func (c *ClientWithResponses) GetEnvironmentWithResponse(ctx context.Context, en
 // AcceptInvitationWithBodyWithResponse Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
-// the invitation, and `password` for the account. A new e-mail address gets
-// an account with `password` (at least 8 characters); an existing account
-// must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused. A missing or
+// the invitation, and `password` for the account. The password of the
+// account that already has the invitation's address accepts at once (200).
+// Every other password (at least 8 characters) is answered 202
+// `confirmation_sent`, the same bytes whether or not the address has an
+// account: for an address without one, a confirmation link is mailed to it,
+// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+// (a console page) creates the account with this password and accepts; an
+// existing account is not changed and its address is told of the attempt.
+// So the token alone neither tells whether an address has an account nor
+// creates one. Expired, revoked or used tokens are refused. A missing or
 // malformed password is refused with the same answer whether or not the
 // address has an account. Attempts are limited per client address, per
 // invitation from one client and per invitation
@@ -30885,10 +30958,16 @@ func (c *ClientWithResponses) AcceptInvitationWithBodyWithResponse(ctx context.C
 // AcceptInvitationWithResponse Accept an invitation with its token
 //
 // Needs no API key: the token from the invitation mail is the credential for
-// the invitation, and `password` for the account. A new e-mail address gets
-// an account with `password` (at least 8 characters); an existing account
-// must give its own password (400 naming `password` otherwise) and gains the
-// membership. Expired, revoked or used tokens are refused. A missing or
+// the invitation, and `password` for the account. The password of the
+// account that already has the invitation's address accepts at once (200).
+// Every other password (at least 8 characters) is answered 202
+// `confirmation_sent`, the same bytes whether or not the address has an
+// account: for an address without one, a confirmation link is mailed to it,
+// valid for `auth.invitation_confirmation_ttl_seconds`, and following it
+// (a console page) creates the account with this password and accepts; an
+// existing account is not changed and its address is told of the attempt.
+// So the token alone neither tells whether an address has an account nor
+// creates one. Expired, revoked or used tokens are refused. A missing or
 // malformed password is refused with the same answer whether or not the
 // address has an account. Attempts are limited per client address, per
 // invitation from one client and per invitation
@@ -37503,6 +37582,13 @@ func ParseAcceptInvitationResponse(rsp *http.Response) (*AcceptInvitationRespons
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest InvitationConfirmationSent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest

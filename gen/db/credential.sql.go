@@ -9,6 +9,25 @@ import (
 	"context"
 )
 
+const invitationConfirmationDeleteExpired = `-- name: InvitationConfirmationDeleteExpired :execrows
+DELETE FROM invitation_confirmation
+WHERE id IN (
+    SELECT id FROM invitation_confirmation
+    WHERE expires_at <= now()
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED)
+`
+
+// Pending acceptances whose confirmation link expired. Used links are deleted
+// when they are used.
+func (q *Queries) InvitationConfirmationDeleteExpired(ctx context.Context, db DBTX, batch int32) (int64, error) {
+	result, err := db.Exec(ctx, invitationConfirmationDeleteExpired, batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const invitationDeleteLapsed = `-- name: InvitationDeleteLapsed :execrows
 DELETE FROM invitation
 WHERE id IN (

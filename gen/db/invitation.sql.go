@@ -31,6 +31,128 @@ func (q *Queries) InvitationAccountGet(ctx context.Context, db DBTX, email strin
 	return i, err
 }
 
+const invitationConfirmationGetByTokenHash = `-- name: InvitationConfirmationGetByTokenHash :one
+SELECT c.expires_at, (c.expires_at <= now())::boolean AS expired,
+       i.email, i.role, i.accepted_at, i.revoked_at, (i.expires_at <= now())::boolean AS invitation_expired,
+       o.name AS organization_name, w.name AS workspace_name, p.display_name AS invited_by
+FROM invitation_confirmation c
+JOIN invitation i ON i.id = c.invitation_id
+JOIN organization o ON o.id = i.organization_id
+LEFT JOIN workspace w ON w.id = i.workspace_id
+JOIN principal p ON p.id = i.invited_by_id
+WHERE c.token_hash = $1
+`
+
+type InvitationConfirmationGetByTokenHashRow struct {
+	ExpiresAt         time.Time  `json:"expires_at"`
+	Expired           bool       `json:"expired"`
+	Email             string     `json:"email"`
+	Role              string     `json:"role"`
+	AcceptedAt        *time.Time `json:"accepted_at"`
+	RevokedAt         *time.Time `json:"revoked_at"`
+	InvitationExpired bool       `json:"invitation_expired"`
+	OrganizationName  string     `json:"organization_name"`
+	WorkspaceName     *string    `json:"workspace_name"`
+	InvitedBy         string     `json:"invited_by"`
+}
+
+// What the confirmation page shows of a pending acceptance, and whether its
+// link (database clock) or its invitation can still be used.
+func (q *Queries) InvitationConfirmationGetByTokenHash(ctx context.Context, db DBTX, tokenHash []byte) (InvitationConfirmationGetByTokenHashRow, error) {
+	row := db.QueryRow(ctx, invitationConfirmationGetByTokenHash, tokenHash)
+	var i InvitationConfirmationGetByTokenHashRow
+	err := row.Scan(
+		&i.ExpiresAt,
+		&i.Expired,
+		&i.Email,
+		&i.Role,
+		&i.AcceptedAt,
+		&i.RevokedAt,
+		&i.InvitationExpired,
+		&i.OrganizationName,
+		&i.WorkspaceName,
+		&i.InvitedBy,
+	)
+	return i, err
+}
+
+const invitationConfirmationTake = `-- name: InvitationConfirmationTake :one
+DELETE FROM invitation_confirmation
+WHERE token_hash = $1
+RETURNING id, invitation_id, token_hash, password_hash, display_name, created_at, expires_at, (expires_at <= now())::boolean AS expired
+`
+
+type InvitationConfirmationTakeRow struct {
+	ID           string    `json:"id"`
+	InvitationID string    `json:"invitation_id"`
+	TokenHash    []byte    `json:"token_hash"`
+	PasswordHash string    `json:"password_hash"`
+	DisplayName  string    `json:"display_name"`
+	CreatedAt    time.Time `json:"created_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	Expired      bool      `json:"expired"`
+}
+
+// Uses a pending acceptance up: the row is deleted, so its link works once.
+func (q *Queries) InvitationConfirmationTake(ctx context.Context, db DBTX, tokenHash []byte) (InvitationConfirmationTakeRow, error) {
+	row := db.QueryRow(ctx, invitationConfirmationTake, tokenHash)
+	var i InvitationConfirmationTakeRow
+	err := row.Scan(
+		&i.ID,
+		&i.InvitationID,
+		&i.TokenHash,
+		&i.PasswordHash,
+		&i.DisplayName,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.Expired,
+	)
+	return i, err
+}
+
+const invitationConfirmationUpsert = `-- name: InvitationConfirmationUpsert :one
+INSERT INTO invitation_confirmation (id, invitation_id, token_hash, password_hash, display_name, expires_at)
+VALUES ($1, $2, $3, $4, $5,
+        now() + make_interval(secs => $6::double precision))
+ON CONFLICT (invitation_id) DO UPDATE
+SET id = EXCLUDED.id, token_hash = EXCLUDED.token_hash, password_hash = EXCLUDED.password_hash,
+    display_name = EXCLUDED.display_name, created_at = now(), expires_at = EXCLUDED.expires_at
+RETURNING id, invitation_id, token_hash, password_hash, display_name, created_at, expires_at
+`
+
+type InvitationConfirmationUpsertParams struct {
+	ID           string  `json:"id"`
+	InvitationID string  `json:"invitation_id"`
+	TokenHash    []byte  `json:"token_hash"`
+	PasswordHash string  `json:"password_hash"`
+	DisplayName  string  `json:"display_name"`
+	TtlSeconds   float64 `json:"ttl_seconds"`
+}
+
+// Stores the pending acceptance of an invitation, replacing an older one (its
+// link stops working). expires_at is counted from the database clock.
+func (q *Queries) InvitationConfirmationUpsert(ctx context.Context, db DBTX, arg InvitationConfirmationUpsertParams) (InvitationConfirmation, error) {
+	row := db.QueryRow(ctx, invitationConfirmationUpsert,
+		arg.ID,
+		arg.InvitationID,
+		arg.TokenHash,
+		arg.PasswordHash,
+		arg.DisplayName,
+		arg.TtlSeconds,
+	)
+	var i InvitationConfirmation
+	err := row.Scan(
+		&i.ID,
+		&i.InvitationID,
+		&i.TokenHash,
+		&i.PasswordHash,
+		&i.DisplayName,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+	)
+	return i, err
+}
+
 const invitationDeleteExpiredPending = `-- name: InvitationDeleteExpiredPending :execrows
 DELETE FROM invitation
 WHERE organization_id = $1
@@ -54,6 +176,41 @@ func (q *Queries) InvitationDeleteExpiredPending(ctx context.Context, db DBTX, a
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const invitationGetByIDForUpdate = `-- name: InvitationGetByIDForUpdate :one
+SELECT invitation.id, invitation.organization_id, invitation.workspace_id, invitation.email, invitation.role, invitation.principal_id, invitation.invited_by_id, invitation.token_hash, invitation.version, invitation.created_at, invitation.updated_at, invitation.expires_at, invitation.accepted_at, invitation.revoked_at, (invitation.expires_at <= now())::boolean AS expired
+FROM invitation
+WHERE invitation.id = $1
+FOR UPDATE OF invitation
+`
+
+type InvitationGetByIDForUpdateRow struct {
+	Invitation Invitation `json:"invitation"`
+	Expired    bool       `json:"expired"`
+}
+
+func (q *Queries) InvitationGetByIDForUpdate(ctx context.Context, db DBTX, id string) (InvitationGetByIDForUpdateRow, error) {
+	row := db.QueryRow(ctx, invitationGetByIDForUpdate, id)
+	var i InvitationGetByIDForUpdateRow
+	err := row.Scan(
+		&i.Invitation.ID,
+		&i.Invitation.OrganizationID,
+		&i.Invitation.WorkspaceID,
+		&i.Invitation.Email,
+		&i.Invitation.Role,
+		&i.Invitation.PrincipalID,
+		&i.Invitation.InvitedByID,
+		&i.Invitation.TokenHash,
+		&i.Invitation.Version,
+		&i.Invitation.CreatedAt,
+		&i.Invitation.UpdatedAt,
+		&i.Invitation.ExpiresAt,
+		&i.Invitation.AcceptedAt,
+		&i.Invitation.RevokedAt,
+		&i.Expired,
+	)
+	return i, err
 }
 
 const invitationGetByTokenHash = `-- name: InvitationGetByTokenHash :one

@@ -183,6 +183,16 @@ type Invitation struct {
 	RevokedAt      *time.Time `json:"revoked_at"`
 }
 
+type InvitationConfirmation struct {
+	ID           string    `json:"id"`
+	InvitationID string    `json:"invitation_id"`
+	TokenHash    []byte    `json:"token_hash"`
+	PasswordHash string    `json:"password_hash"`
+	DisplayName  string    `json:"display_name"`
+	CreatedAt    time.Time `json:"created_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+}
+
 type LoginSession struct {
 	ID         string     `json:"id"`
 	UserID     string     `json:"user_id"`

@@ -387,8 +387,9 @@ func (a *App) registerSweeps() {
 		Interval: time.Duration(a.cfg.Auth.ExpiryScanSeconds) * time.Second,
 		Run: func(ctx context.Context) error {
 			res, err := credential.Expire(ctx, a.Pool)
-			if n := res.LoginSessions + res.MailLinks + res.Invitations; n > 0 {
-				a.log.Info("expired credentials deleted", "login_sessions", res.LoginSessions, "mail_links", res.MailLinks, "invitations", res.Invitations)
+			if n := res.LoginSessions + res.MailLinks + res.InvitationConfirmations + res.Invitations; n > 0 {
+				a.log.Info("expired credentials deleted", "login_sessions", res.LoginSessions, "mail_links", res.MailLinks,
+					"invitation_confirmations", res.InvitationConfirmations, "invitations", res.Invitations)
 			}
 			return err
 		},

@@ -94,8 +94,11 @@ type Encryption struct {
 type Auth struct {
 	ExpiryScanSeconds    int `koanf:"expiry_scan_seconds"`
 	InvitationTTLSeconds int `koanf:"invitation_ttl_seconds"`
-	SessionTTLSeconds    int `koanf:"session_ttl_seconds"`
-	MailLinkTTLSeconds   int `koanf:"mail_link_ttl_seconds"`
+	// InvitationConfirmationTTLSeconds is how long the link mailed to confirm
+	// an invitation's acceptance by a new address works.
+	InvitationConfirmationTTLSeconds int `koanf:"invitation_confirmation_ttl_seconds"`
+	SessionTTLSeconds                int `koanf:"session_ttl_seconds"`
+	MailLinkTTLSeconds               int `koanf:"mail_link_ttl_seconds"`
 }
 
 // Control configures the control role's sweeps.
@@ -300,10 +303,11 @@ func Default() Config {
 			PathStyle: true,
 		},
 		Auth: Auth{
-			ExpiryScanSeconds:    60,
-			InvitationTTLSeconds: 604800,
-			SessionTTLSeconds:    1209600,
-			MailLinkTTLSeconds:   3600,
+			ExpiryScanSeconds:                60,
+			InvitationTTLSeconds:             604800,
+			InvitationConfirmationTTLSeconds: 3600,
+			SessionTTLSeconds:                1209600,
+			MailLinkTTLSeconds:               3600,
 		},
 		Control: Control{ScanSeconds: 5},
 		Worker: Worker{

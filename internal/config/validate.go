@@ -52,6 +52,7 @@ func (c *Config) Validate() error {
 	a := c.Auth
 	v.positive("auth.expiry_scan_seconds", a.ExpiryScanSeconds)
 	v.positive("auth.invitation_ttl_seconds", a.InvitationTTLSeconds)
+	v.positive("auth.invitation_confirmation_ttl_seconds", a.InvitationConfirmationTTLSeconds)
 	v.positive("auth.session_ttl_seconds", a.SessionTTLSeconds)
 	v.positive("auth.mail_link_ttl_seconds", a.MailLinkTTLSeconds)
 

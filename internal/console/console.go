@@ -92,6 +92,7 @@ func New(d Deps) (*Console, error) {
 	invitations, err := invitation.NewService(invitation.Options{
 		Pool: d.Pool, Keyring: d.Keyring, PublicURL: cfg.Server.PublicURL,
 		TTL: time.Duration(cfg.Auth.InvitationTTLSeconds) * time.Second, ForgetFunc: d.ForgetFunc,
+		ConfirmationTTL:                       time.Duration(cfg.Auth.InvitationConfirmationTTLSeconds) * time.Second,
 		Limiter:                               d.Limiter,
 		AcceptPerAddressPerMinute:             cfg.Limits.InvitationAcceptPerAddressPerMinute,
 		AcceptPerInvitationPerClientPerMinute: cfg.Limits.InvitationAcceptPerInvitationPerClientPerMinute,
@@ -123,6 +124,8 @@ func (c *Console) Register(e *echo.Echo) {
 	e.POST("/password/reset", c.page(c.reset))
 	e.GET("/invitations/accept", c.page(c.acceptForm))
 	e.POST("/invitations/accept", c.page(c.accept))
+	e.GET("/invitations/confirm", c.page(c.confirmForm))
+	e.POST("/invitations/confirm", c.page(c.confirm))
 	e.GET("/console/assets/:name", asset)
 }
 

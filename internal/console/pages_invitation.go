@@ -19,6 +19,8 @@ var (
 	msgInvitationRevoked  = message{"This invitation was withdrawn", "An administrator revoked the invitation. Ask them for a new one if you still need access.", "/", "Go to the start page"}
 	msgInvitationExpired  = message{"This invitation has expired", "Invitations can be accepted for a limited time only. Ask the person who invited you to send a new one.", "/", "Go to the start page"}
 	msgAccountDisabled    = message{"This account is disabled", "The account for this e-mail address is disabled, so it cannot accept invitations. Ask your operator.", "/", "Go to the start page"}
+	msgConfirmUnknown     = message{"This confirmation link is not valid", "The link is incomplete, was already used, or a newer one replaced it. Copy the whole link from the latest mail, or accept the invitation again.", "/", "Go to the start page"}
+	msgConfirmExpired     = message{"This confirmation link has expired", "Confirmation links work for a short time only. Open the invitation again and accept it to get a new one.", "/", "Go to the start page"}
 	msgAcceptConflict     = message{"Please try again", "Someone else changed this invitation or account at the same moment. Go back, reload the page and try again.", "/", "Go to the start page"}
 )
 
@@ -33,8 +35,11 @@ func (c *Console) acceptForm(r *request) error {
 }
 
 // accept accepts the invitation (POST /invitations/accept): 303 to the sign-in
-// page, the form again with 422 when the password or name is refused, or with
-// 429 and Retry-After over the acceptance rate limits.
+// page for the password of the address's account; for any other password the
+// "check your mail" page, the same whether or not the address has an account
+// (a new address is mailed a confirmation link, an existing account is told of
+// the attempt); the form again with 422 when the password or name is refused,
+// or with 429 and Retry-After over the acceptance rate limits.
 func (c *Console) accept(r *request) error {
 	token := r.form.Get("token")
 	form := view{Form: map[string]string{"display_name": r.form.Get("display_name")}}
@@ -46,9 +51,16 @@ func (c *Console) accept(r *request) error {
 		form.Fields = map[string]string{"password_confirmation": "The two passwords differ."}
 		return c.showInvitation(r, http.StatusUnprocessableEntity, token, form)
 	}
-	_, err := c.invitations.Accept(r.ec.Request().Context(), invitation.AcceptInput{
+	res, err := c.invitations.Accept(r.ec.Request().Context(), invitation.AcceptInput{
 		Token: token, Password: pw, DisplayName: r.form.Get("display_name"), ClientAddr: c.clientAddr(r.ec.Request()),
 	})
+	if err == nil && res.ConfirmationSent {
+		p, err := c.invitations.Preview(r.ec.Request().Context(), token)
+		if err != nil {
+			return c.invitationError(r, err)
+		}
+		return c.render(r, http.StatusOK, "accept_sent", view{Title: "Check your mail", Data: p.Email})
+	}
 	if err == nil {
 		return r.ec.Redirect(http.StatusSeeOther, "/sign-in?notice=invitation_accepted")
 	}
@@ -88,9 +100,35 @@ func (c *Console) showInvitation(r *request, status int, token string, v view) e
 	return c.render(r, status, "accept", v)
 }
 
-// invitationError renders why an invitation cannot be accepted, or fails.
+// confirmForm shows what a mailed confirmation link accepts, with a button
+// (GET /invitations/confirm?token=...): following a link changes nothing by
+// itself, so a mail scanner that opens it accepts nothing.
+func (c *Console) confirmForm(r *request) error {
+	token := r.ec.QueryParam("token")
+	p, err := c.invitations.CheckConfirmation(r.ec.Request().Context(), token)
+	if err != nil {
+		return c.invitationError(r, err)
+	}
+	return c.render(r, http.StatusOK, "confirm", view{Title: "Confirm the invitation", Data: p, Form: map[string]string{"token": token}})
+}
+
+// confirm creates the account with the password chosen at acceptance and
+// accepts the invitation (POST /invitations/confirm): 303 to the sign-in page.
+func (c *Console) confirm(r *request) error {
+	if _, err := c.invitations.Confirm(r.ec.Request().Context(), r.form.Get("token")); err != nil {
+		return c.invitationError(r, err)
+	}
+	return r.ec.Redirect(http.StatusSeeOther, "/sign-in?notice=invitation_accepted")
+}
+
+// invitationError renders why an invitation or its confirmation link cannot
+// be used, or fails.
 func (c *Console) invitationError(r *request, err error) error {
 	switch {
+	case errors.Is(err, invitation.ErrConfirmationUnknown):
+		return c.message(r, http.StatusBadRequest, msgConfirmUnknown)
+	case errors.Is(err, invitation.ErrConfirmationExpired):
+		return c.message(r, http.StatusGone, msgConfirmExpired)
 	case errors.Is(err, invitation.ErrNotFound):
 		return c.message(r, http.StatusBadRequest, msgInvitationUnknown)
 	case errors.Is(err, invitation.ErrAccepted):

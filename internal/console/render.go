@@ -25,7 +25,7 @@ var (
 )
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"home", "sign_in", "forgot", "forgot_sent", "reset", "accept", "message"}
+var pageNames = []string{"home", "sign_in", "forgot", "forgot_sent", "reset", "accept", "accept_sent", "confirm", "message"}
 
 // pages maps a page name to its template (the layout with the page's content).
 type pages map[string]*template.Template

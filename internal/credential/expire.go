@@ -1,6 +1,6 @@
 // Package credential holds the expire_credentials sweep (SPEC 6.3): it deletes
-// login sessions, mail links and unaccepted invitations that can no longer be
-// used, so that dead credentials do not accumulate.
+// login sessions, mail links, invitation confirmation links and unaccepted
+// invitations that can no longer be used, so that dead credentials do not accumulate.
 package credential
 
 import (
@@ -22,12 +22,16 @@ const BatchSize = 1000
 type Result struct {
 	LoginSessions int64
 	MailLinks     int64
-	Invitations   int64
+	// InvitationConfirmations are pending acceptances whose mailed link expired.
+	InvitationConfirmations int64
+	Invitations             int64
 }
 
 // Expire deletes, by the database's clock:
 //   - login sessions that expired or were revoked;
 //   - mail links that expired, were used or were revoked;
+//   - invitation confirmation links that expired (a used one is deleted as it
+//     is used);
 //   - invitations never accepted that expired or were revoked.
 //
 // Accepted invitations and live credentials are never touched. Each kind is
@@ -49,6 +53,7 @@ func expire(ctx context.Context, pool *pgxpool.Pool, batch int32) (Result, error
 	}{
 		{"login sessions", &res.LoginSessions, q.LoginSessionDeleteExpired},
 		{"mail links", &res.MailLinks, q.MailLinkDeleteSpent},
+		{"invitation confirmations", &res.InvitationConfirmations, q.InvitationConfirmationDeleteExpired},
 		{"invitations", &res.Invitations, q.InvitationDeleteLapsed},
 	}
 	for _, s := range steps {

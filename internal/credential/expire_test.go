@@ -64,6 +64,19 @@ func (b *testBundle) invitation(t *testing.T, expires string, accepted, revoked 
 	return iid
 }
 
+// confirmation inserts a pending acceptance of a new pending invitation.
+func (b *testBundle) confirmation(t *testing.T, expires string) string {
+	t.Helper()
+	iid := b.invitation(t, future, false, false)
+	cid := id.New(id.MailLink)
+	_, err := b.pool.Exec(t.Context(),
+		`INSERT INTO invitation_confirmation (id, invitation_id, token_hash, password_hash, display_name, expires_at)
+		 VALUES ($1, $2, $3, 'hash', '', `+expires+`)`,
+		cid, iid, []byte(cid))
+	require.NoError(t, err)
+	return cid
+}
+
 // remaining returns the ids left in a table.
 func (b *testBundle) remaining(t *testing.T, table string) []string {
 	t.Helper()
@@ -101,6 +114,11 @@ func TestExpire(t *testing.T) {
 		b.mailLink(t, future, true, false)
 		b.mailLink(t, future, false, true)
 
+		liveConfirmations := []string{b.confirmation(t, future)}
+		for range batch + 1 {
+			b.confirmation(t, past)
+		}
+
 		kept := []string{
 			b.invitation(t, future, false, false), // pending
 			b.invitation(t, past, true, false),    // accepted, then past its expiry: kept
@@ -113,11 +131,14 @@ func TestExpire(t *testing.T) {
 
 		res, err := expire(t.Context(), b.pool, batch)
 		require.NoError(t, err)
-		require.Equal(t, Result{LoginSessions: batch + 2, MailLinks: batch + 2, Invitations: batch + 2}, res)
+		require.Equal(t, Result{LoginSessions: batch + 2, MailLinks: batch + 2, InvitationConfirmations: batch + 1, Invitations: batch + 2}, res)
 
 		require.ElementsMatch(t, liveSessions, b.remaining(t, "login_session"))
 		require.ElementsMatch(t, liveLinks, b.remaining(t, "mail_link"))
-		require.ElementsMatch(t, kept, b.remaining(t, "invitation"))
+		require.ElementsMatch(t, liveConfirmations, b.remaining(t, "invitation_confirmation"))
+		// The confirmations' own invitations are pending and stay.
+		require.Subset(t, b.remaining(t, "invitation"), kept)
+		require.Len(t, b.remaining(t, "invitation"), len(kept)+len(liveConfirmations)+batch+1)
 
 		// A second pass finds nothing more.
 		res, err = expire(t.Context(), b.pool, batch)

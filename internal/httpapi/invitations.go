@@ -33,12 +33,13 @@ func NewInvitationHandlers(deps Deps) (*InvitationHandlers, error) {
 	}
 	lim := deps.Config.Limits
 	svc, err := invitation.NewService(invitation.Options{
-		Pool:       deps.Pool,
-		Keyring:    deps.Keyring,
-		PublicURL:  deps.Config.Server.PublicURL,
-		TTL:        time.Duration(deps.Config.Auth.InvitationTTLSeconds) * time.Second,
-		ForgetFunc: forget,
-		Limiter:    ratelimit.New(deps.Redis, deps.Config.Redis.KeyPrefix, deps.Log),
+		Pool:            deps.Pool,
+		Keyring:         deps.Keyring,
+		PublicURL:       deps.Config.Server.PublicURL,
+		TTL:             time.Duration(deps.Config.Auth.InvitationTTLSeconds) * time.Second,
+		ConfirmationTTL: time.Duration(deps.Config.Auth.InvitationConfirmationTTLSeconds) * time.Second,
+		ForgetFunc:      forget,
+		Limiter:         ratelimit.New(deps.Redis, deps.Config.Redis.KeyPrefix, deps.Log),
 		// The console's acceptance form counts in the same buckets.
 		AcceptPerAddressPerMinute:             lim.InvitationAcceptPerAddressPerMinute,
 		AcceptPerInvitationPerClientPerMinute: lim.InvitationAcceptPerInvitationPerClientPerMinute,
@@ -138,6 +139,9 @@ func (h *InvitationHandlers) AcceptInvitation(ctx context.Context, req api.Accep
 	res, err := h.svc.Accept(ctx, in)
 	if err != nil {
 		return nil, err
+	}
+	if res.ConfirmationSent {
+		return api.AcceptInvitation202JSONResponse{Status: api.InvitationConfirmationSentStatusConfirmationSent}, nil
 	}
 	return api.AcceptInvitation200JSONResponse{
 		Invitation: toAPIInvitation(res.Invitation), UserId: res.UserID, PrincipalId: res.PrincipalID,

@@ -25,22 +25,31 @@ type AcceptResult struct {
 	// AccountCreated reports that accepting created the account (the address
 	// had none), with the password given.
 	AccountCreated bool
+	// ConfirmationSent reports that the invitation is not accepted yet: a mail
+	// went to the invitation's address (a confirmation link when it has no
+	// account). The other fields are empty.
+	ConfirmationSent bool
 }
 
 // Accept accepts the invitation a token stands for. The token is the credential
 // for the invitation (no API key or session is needed), and Password for the
-// account: a new address gets an account (principal of kind user, named
-// DisplayName or the address, with an argon2id hash of Password); an existing
-// account must give its own password (ErrWrongPassword otherwise), keeps its
-// name, and is refused when disabled. The membership is added unless the
-// principal already has one, whose role then stays as it is. Unknown tokens are
-// ErrNotFound; revoked, expired and accepted invitations are ErrRevoked,
-// ErrExpired and ErrAccepted.
+// account. The password of the address's existing account accepts at once (the
+// account keeps its name, and is refused when disabled). Anything else sends a
+// mail and answers ConfirmationSent, the same for both cases: a new address is
+// mailed a confirmation link (Confirm then creates the account, a principal of
+// kind user named DisplayName or the address, with an argon2id hash of
+// Password); an existing account is left as it is and told of the attempt. So
+// the token's holder, the inviter too, learns nothing about accounts and cannot
+// create one for an address they do not receive mail at. The membership is
+// added unless the principal already has one, whose role then stays as it is.
+// Unknown tokens are ErrNotFound; revoked, expired and accepted invitations are
+// ErrRevoked, ErrExpired and ErrAccepted.
 //
 // Attempts are rate limited per client address, per invitation from that
-// client and per invitation (429 rate_limited), whether or not the address has an account, and both cases pay
-// for one argon2id run: up to the password check, neither the answers nor their
-// timing tell the token's holder whether the address has an account.
+// client and per invitation (429 rate_limited), whether or not the address has
+// an account. Both cases of a wrong or new password pay for one argon2id run,
+// one transaction and one queued mail, so neither the answers nor their timing
+// tell the token's holder whether the address has an account.
 func (s *Service) Accept(ctx context.Context, in AcceptInput) (AcceptResult, error) {
 	if err := in.Validate(); err != nil {
 		return AcceptResult{}, err
@@ -79,29 +88,38 @@ func (s *Service) Accept(ctx context.Context, in AcceptInput) (AcceptResult, err
 	if in.Password == "" {
 		return AcceptResult{}, ErrPasswordRequired
 	}
-	var pwHash *string
 	if pre.HasAccount {
 		// An existing account joins only with its own password: the token alone
-		// proves access to the invitation, not to the account.
-		if err := s.verifyAccountPassword(ctx, pre.Invitation.Email, in.Password); err != nil {
+		// proves access to the invitation, not to the account. Any other
+		// password is answered like a new address's, and the address is told.
+		err := s.verifyAccountPassword(ctx, pre.Invitation.Email, in.Password)
+		if errors.Is(err, ErrWrongPassword) {
+			return s.mailAttempt(ctx, pre.Invitation, in.Token)
+		}
+		if err != nil {
 			return AcceptResult{}, err
 		}
-	} else {
-		h, err := password.Hash(in.Password)
+		res, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (AcceptResult, error) {
+			cur, err := s.q.InvitationGetByTokenHashForUpdate(ctx, tx, hash)
+			if err != nil {
+				return AcceptResult{}, notFound(err)
+			}
+			return s.accept(ctx, tx, cur.Invitation, cur.Expired, in.DisplayName, nil)
+		})
 		if err != nil {
-			return AcceptResult{}, fmt.Errorf("hash password: %w", err)
+			return AcceptResult{}, err
 		}
-		pwHash = &h
+		// The new membership changes what the invitee's keys may do: drop cached lookups.
+		s.forget()
+		return res, nil
 	}
-	res, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (AcceptResult, error) {
-		return s.accept(ctx, tx, hash, in.DisplayName, pwHash)
-	})
+	// A new address gets its account only once the invitee proves they receive
+	// its mail: the password waits, hashed, for the mailed link.
+	h, err := password.Hash(in.Password)
 	if err != nil {
-		return AcceptResult{}, err
+		return AcceptResult{}, fmt.Errorf("hash password: %w", err)
 	}
-	// The new membership changes what the invitee's keys may do: drop cached lookups.
-	s.forget()
-	return res, nil
+	return s.mailConfirmation(ctx, pre.Invitation, h, in.DisplayName)
 }
 
 // acceptWindow is the window of the acceptance rate limits.
@@ -136,15 +154,12 @@ func (s *Service) verifyAccountPassword(ctx context.Context, email, pw string) e
 	return nil
 }
 
-// accept does the acceptance under the invitation's row lock, re-checking what
-// the first look saw: another acceptance or a revocation may have come between.
-func (s *Service) accept(ctx context.Context, tx pgx.Tx, hash []byte, displayName string, pwHash *string) (AcceptResult, error) {
-	cur, err := s.q.InvitationGetByTokenHashForUpdate(ctx, tx, hash)
-	if err != nil {
-		return AcceptResult{}, notFound(err)
-	}
-	inv := cur.Invitation
-	if err := usable(inv, cur.Expired); err != nil {
+// accept does the acceptance of inv, read under its row lock in tx,
+// re-checking what the first look saw: another acceptance or a revocation may
+// have come between. pwHash is the new account's password hash when the
+// address has no account; nil when the account's password was verified.
+func (s *Service) accept(ctx context.Context, tx pgx.Tx, inv db.Invitation, expired bool, displayName string, pwHash *string) (AcceptResult, error) {
+	if err := usable(inv, expired); err != nil {
 		return AcceptResult{}, err
 	}
 	res := AcceptResult{}

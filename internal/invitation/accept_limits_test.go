@@ -5,11 +5,15 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/gen/client"
 	"github.com/svcdev/svc/internal/config"
+	"github.com/svcdev/svc/internal/credential"
+	"github.com/svcdev/svc/internal/invitation"
+	"github.com/svcdev/svc/internal/password"
 	"github.com/svcdev/svc/internal/testfactory"
 )
 
@@ -48,7 +52,7 @@ func TestAcceptIsRateLimited(t *testing.T) {
 	}
 	for i := range 5 {
 		resp := accept("a guessed password", "198.51.100.66")
-		require.Equal(t, http.StatusBadRequest, resp.StatusCode(), "attempt %d: %s", i+1, resp.Body)
+		require.Equal(t, http.StatusAccepted, resp.StatusCode(), "attempt %d: %s", i+1, resp.Body)
 	}
 	resp := accept("a guessed password", "198.51.100.66")
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode(), string(resp.Body))
@@ -69,7 +73,7 @@ func TestAcceptIsRateLimited(t *testing.T) {
 			refused = resp
 			break
 		}
-		require.Equal(t, http.StatusBadRequest, resp.StatusCode(), "client %d", i)
+		require.Equal(t, http.StatusAccepted, resp.StatusCode(), "client %d", i)
 	}
 	require.NotNil(t, refused, "the invitation's ceiling stops a guess spread over many clients")
 	require.NotEmpty(t, refused.HTTPResponse.Header.Get("Retry-After"))
@@ -93,7 +97,7 @@ func TestAcceptFromAnotherClientSucceeds(t *testing.T) {
 		return resp.StatusCode()
 	}
 	for range 3 {
-		require.Equal(t, http.StatusBadRequest, accept("a guessed password", "198.51.100.66"))
+		require.Equal(t, http.StatusAccepted, accept("a guessed password", "198.51.100.66"))
 	}
 	require.Equal(t, http.StatusTooManyRequests, accept("a guessed password", "198.51.100.66"))
 	require.Equal(t, http.StatusOK, accept("the members password", "203.0.113.10"))
@@ -117,4 +121,73 @@ func TestAcceptAnswersDoNotTellAccounts(t *testing.T) {
 		require.Equal(t, decodeError(t, a.Body), decodeError(t, c.Body))
 		require.Equal(t, a.HTTPResponse.Header.Get("Content-Type"), c.HTTPResponse.Header.Get("Content-Type"))
 	}
+
+	// A password: the token's holder gets the same bytes whether or not the
+	// address has an account, and creates no account for the new address.
+	a := b.accept(t, client.AcceptInvitationRequest{Token: existing, Password: ptr("a random guess 123")})
+	c := b.accept(t, client.AcceptInvitationRequest{Token: fresh, Password: ptr("a random guess 123")})
+	requireConfirmationSent(t, a.StatusCode(), a.Body)
+	require.Equal(t, a.StatusCode(), c.StatusCode())
+	require.Equal(t, string(a.Body), string(c.Body))
+	for _, h := range []string{"Content-Type", "Content-Length", "Retry-After", "Location", "Cache-Control"} {
+		require.Equal(t, a.HTTPResponse.Header.Values(h), c.HTTPResponse.Header.Values(h), h)
+	}
+	var accounts, accepted int
+	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT count(*) FROM user_account WHERE email = 'nobody.yet@example.com'`).Scan(&accounts))
+	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT count(*) FROM invitation WHERE accepted_at IS NOT NULL`).Scan(&accepted))
+	require.Zero(t, accounts, "the token alone creates no account")
+	require.Zero(t, accepted)
+	var hash string
+	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT password_hash FROM user_account WHERE id = $1`, m.UserID).Scan(&hash))
+	ok, err := password.Verify("the members password", hash)
+	require.NoError(t, err)
+	require.True(t, ok, "the existing account is not changed")
+
+	// Each address got its mail: a confirmation link for the new one, a notice
+	// for the account.
+	require.Equal(t, invitation.AttemptMailTemplate, b.mailsTo(t, m.Email)[0].Payload.Template)
+	require.Equal(t, invitation.ConfirmationMailTemplate, b.mailsTo(t, "nobody.yet@example.com")[0].Payload.Template)
+
+	// The account's owner with the right password is accepted at once.
+	own := b.accept(t, client.AcceptInvitationRequest{Token: existing, Password: ptr("the members password")})
+	require.Equal(t, http.StatusOK, own.StatusCode(), string(own.Body))
+	require.Equal(t, m.UserID, own.JSON200.UserId)
+}
+
+// TestConfirmationLinkExpiresAndIsSwept: a confirmation link past
+// auth.invitation_confirmation_ttl_seconds creates nothing, and
+// expire_credentials deletes it.
+func TestConfirmationLinkExpiresAndIsSwept(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	token := b.keepToken(t, b.inviteWorkspace(t, "late@example.com", "viewer").InvitationUrl)
+	resp := b.accept(t, client.AcceptInvitationRequest{Token: token, Password: ptr("a long enough secret")})
+	requireConfirmationSent(t, resp.StatusCode(), resp.Body)
+	mails := b.mailsTo(t, "late@example.com")
+	require.Len(t, mails, 1)
+	var expires time.Time
+	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT expires_at FROM invitation_confirmation`).Scan(&expires))
+	require.WithinDuration(t, time.Now().Add(time.Hour), expires, time.Minute, "the default TTL is an hour")
+	require.WithinDuration(t, expires, mails[0].Payload.ExpiresAt, time.Second, "the mail says when the link stops working")
+
+	b.exec(t, `UPDATE invitation_confirmation SET expires_at = now() - interval '1 second'`)
+	status, _ := b.followLink(t, mails[0].Link)
+	require.Equal(t, http.StatusGone, status)
+	var accounts int
+	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT count(*) FROM user_account WHERE email = 'late@example.com'`).Scan(&accounts))
+	require.Zero(t, accounts)
+
+	res, err := credential.Expire(t.Context(), b.h.App.Pool)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, res.InvitationConfirmations)
+	status, _ = b.followLink(t, mails[0].Link)
+	require.Equal(t, http.StatusBadRequest, status, "the swept link is unknown")
+
+	// Accepting again mails a new link that works.
+	resp = b.accept(t, client.AcceptInvitationRequest{Token: token, Password: ptr("a long enough secret")})
+	requireConfirmationSent(t, resp.StatusCode(), resp.Body)
+	mails = b.mailsTo(t, "late@example.com")
+	require.Len(t, mails, 2)
+	status, _ = b.followLink(t, mails[1].Link)
+	require.Equal(t, http.StatusSeeOther, status)
 }

@@ -2,11 +2,13 @@ package invitation_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/gen/client"
+	"github.com/svcdev/svc/internal/invitation"
 	"github.com/svcdev/svc/internal/password"
 	"github.com/svcdev/svc/internal/testfactory"
 )
@@ -25,17 +27,33 @@ func TestAcceptCreatesTheAccount(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode())
 	require.Contains(t, decodeError(t, resp.Body).Fields, "password")
 
+	// The token alone creates no account: a link goes to the address, and
+	// following it creates the account with the password given here.
 	resp = b.accept(t, client.AcceptInvitationRequest{Token: token, Password: ptr("a long enough secret"), DisplayName: ptr("Ada Lovelace")})
-	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
-	got := resp.JSON200
-	require.NotEmpty(t, got.UserId)
-	require.NotEmpty(t, got.PrincipalId)
-	inv := got.Invitation
-	require.Equal(t, created.Invitation.Id, inv.Id)
-	require.Equal(t, got.PrincipalId, inv.PrincipalId.MustGet())
-	require.False(t, inv.AcceptedAt.IsNull())
-	require.True(t, inv.RevokedAt.IsNull())
-	require.Equal(t, 2, inv.Version)
+	requireConfirmationSent(t, resp.StatusCode(), resp.Body)
+	var accounts int
+	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT count(*) FROM user_account WHERE lower(email) = 'ada@example.com'`).Scan(&accounts))
+	require.Zero(t, accounts)
+	mails := b.mailsTo(t, "Ada@Example.com")
+	require.Len(t, mails, 1)
+	require.Equal(t, invitation.ConfirmationMailTemplate, mails[0].Payload.Template)
+	require.Equal(t, created.Invitation.Id, mails[0].Payload.InvitationID)
+	require.True(t, strings.HasPrefix(mails[0].Link, "https://svc.example.com/invitations/confirm?token="), mails[0].Link)
+	status, location := b.followLink(t, mails[0].Link)
+	require.Equal(t, http.StatusSeeOther, status)
+	require.Equal(t, "/sign-in?notice=invitation_accepted", location)
+	status, _ = b.followLink(t, mails[0].Link)
+	require.Equal(t, http.StatusBadRequest, status, "the link works once")
+
+	got := struct{ UserId, PrincipalId string }{}
+	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT id, principal_id FROM user_account WHERE lower(email) = 'ada@example.com'`).Scan(&got.UserId, &got.PrincipalId))
+	inv, err := b.api.GetInvitationWithResponse(t.Context(), created.Invitation.Id)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, inv.StatusCode(), string(inv.Body))
+	require.Equal(t, got.PrincipalId, inv.JSON200.PrincipalId.MustGet())
+	require.False(t, inv.JSON200.AcceptedAt.IsNull())
+	require.True(t, inv.JSON200.RevokedAt.IsNull())
+	require.Equal(t, 2, inv.JSON200.Version)
 
 	// A working account: the password verifies, the principal is named, the membership exists.
 	var email, hash, name, role string
@@ -86,14 +104,18 @@ func TestAcceptWithAnExistingAccount(t *testing.T) {
 		created := b.inviteOrganization(t, m.Email, "admin")
 		token := b.keepToken(t, created.InvitationUrl)
 		// The token proves access to the invitation, not to the account: an
-		// existing account joins only with its own password.
-		for _, pw := range []*string{nil, ptr("not the members password")} {
-			resp := b.accept(t, client.AcceptInvitationRequest{Token: token, Password: pw})
-			require.Equal(t, http.StatusBadRequest, resp.StatusCode(), string(resp.Body))
-			e := decodeError(t, resp.Body)
-			require.Equal(t, []string{"password"}, e.Fields)
-		}
-		resp := b.accept(t, client.AcceptInvitationRequest{Token: token, Password: ptr("the members password")})
+		// existing account joins only with its own password. Another password
+		// is answered as for a new address, and the account is told.
+		resp := b.accept(t, client.AcceptInvitationRequest{Token: token})
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode(), string(resp.Body))
+		require.Equal(t, []string{"password"}, decodeError(t, resp.Body).Fields)
+		resp = b.accept(t, client.AcceptInvitationRequest{Token: token, Password: ptr("not the members password")})
+		requireConfirmationSent(t, resp.StatusCode(), resp.Body)
+		mails := b.mailsTo(t, m.Email)
+		require.Len(t, mails, 1)
+		require.Equal(t, invitation.AttemptMailTemplate, mails[0].Payload.Template)
+		require.Equal(t, publicURL+"invitations/accept?token="+token, mails[0].Link, "the mail leads to the invitation, not to a link that accepts")
+		resp = b.accept(t, client.AcceptInvitationRequest{Token: token, Password: ptr("the members password")})
 		require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
 		require.Equal(t, m.UserID, resp.JSON200.UserId)
 		require.Equal(t, m.PrincipalID, resp.JSON200.PrincipalId)

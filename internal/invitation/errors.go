@@ -22,9 +22,9 @@ var (
 	// the address has one, a new one otherwise. The answer is the same either
 	// way, so it does not tell whether the address has an account.
 	ErrPasswordRequired = apperr.InvalidField("password", "required: the password of your account with this address, or a new one if you have none")
-	// ErrWrongPassword: the address has an account and this is not its password.
-	// Without this proof, whoever holds the token (the inviter included) could
-	// attach someone else's account to their organization.
+	// ErrWrongPassword: the address has an account and this is not its
+	// password. Accept does not return it (it mails the account and answers as
+	// for a new address); it marks the case inside the package.
 	ErrWrongPassword = apperr.InvalidField("password", "is not the password of the account with this address")
 )
 

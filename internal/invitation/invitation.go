@@ -47,6 +47,9 @@ type Options struct {
 	PublicURL string
 	// TTL is how long an invitation can be accepted (auth.invitation_ttl_seconds).
 	TTL time.Duration
+	// ConfirmationTTL is how long the link mailed to confirm a new address's
+	// acceptance works (auth.invitation_confirmation_ttl_seconds).
+	ConfirmationTTL time.Duration
 	// ForgetFunc drops cached API-key lookups after a membership change, so that
 	// new roles apply at once (auth.Authenticator.Forget). May be nil.
 	ForgetFunc func()
@@ -69,6 +72,7 @@ type Service struct {
 	ring       *keyring.Ring
 	publicURL  string
 	ttlSeconds float64
+	confirmTTL time.Duration
 	forget     func()
 	limiter    *ratelimit.Limiter
 	perAddr    int
@@ -87,6 +91,8 @@ func NewService(o Options) (*Service, error) {
 		return nil, errors.New("invitation: the public URL is required")
 	case o.TTL < time.Second:
 		return nil, errors.New("invitation: the TTL must be at least a second")
+	case o.ConfirmationTTL < time.Second:
+		return nil, errors.New("invitation: the confirmation TTL must be at least a second")
 	}
 	forget := o.ForgetFunc
 	if forget == nil {
@@ -98,6 +104,7 @@ func NewService(o Options) (*Service, error) {
 		ring:       o.Keyring,
 		publicURL:  strings.TrimRight(o.PublicURL, "/"),
 		ttlSeconds: o.TTL.Seconds(),
+		confirmTTL: o.ConfirmationTTL,
 		forget:     forget,
 		limiter:    o.Limiter,
 		perAddr:    o.AcceptPerAddressPerMinute,

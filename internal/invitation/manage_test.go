@@ -90,7 +90,9 @@ func TestGetAndRevokeInvitation(t *testing.T) {
 	// An accepted invitation cannot be revoked.
 	accepted := b.inviteOrganization(t, "grace@example.com", "member")
 	acc := b.accept(t, client.AcceptInvitationRequest{Token: b.keepToken(t, accepted.InvitationUrl), Password: ptr("a long enough secret")})
-	require.Equal(t, http.StatusOK, acc.StatusCode())
+	requireConfirmationSent(t, acc.StatusCode(), acc.Body)
+	status, _ := b.followLink(t, b.mailsTo(t, "grace@example.com")[0].Link)
+	require.Equal(t, http.StatusSeeOther, status)
 	resp, err := b.api.RevokeInvitationWithResponse(t.Context(), accepted.Invitation.Id, &client.RevokeInvitationParams{IfMatch: ptr("*")})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusConflict, resp.StatusCode())

@@ -45,6 +45,8 @@ func compose(ring *keyring.Ring, d outbox.Claimed) (composed, error) {
 		v, err = resetView(ring, d)
 	case TemplateSignIn:
 		v, err = signInView(ring, d)
+	case TemplateInvitationConfirmation, TemplateInvitationAttempt:
+		v, err = confirmationView(ring, d)
 	default:
 		return composed{}, fmt.Errorf("identity mail %s: unknown template %.64q", d.ID, head.Template)
 	}
@@ -76,6 +78,36 @@ func invitationView(ring *keyring.Ring, d outbox.Claimed) (view, error) {
 	}
 	v := view{
 		To: p.To, Link: s.InvitationURL, ExpiresAt: formatExpiry(p.ExpiresAt),
+		OrganizationName: p.OrganizationName, Role: p.Role, InvitedBy: p.InvitedBy,
+	}
+	if p.WorkspaceName != nil {
+		v.WorkspaceName = *p.WorkspaceName
+		if v.WorkspaceName == "" {
+			return view{}, errors.New("the payload's workspace_name is empty")
+		}
+	}
+	return v, checkView(v, map[string]string{
+		"to": v.To, "organization_name": v.OrganizationName, "workspace_name": v.WorkspaceName,
+		"role": v.Role, "invited_by": v.InvitedBy,
+	})
+}
+
+// confirmationView reads the two mails of an acceptance that waits for the
+// address's owner; they share a payload.
+func confirmationView(ring *keyring.Ring, d outbox.Claimed) (view, error) {
+	var p invitation.ConfirmationMailPayload
+	if err := decodePayload(d.Payload, &p); err != nil {
+		return view{}, err
+	}
+	if p.MailID == "" {
+		return view{}, errors.New("the payload names no mail_id")
+	}
+	var s invitation.ConfirmationMailSecrets
+	if err := openSealed(ring, d.Sealed, invitation.ConfirmationMailAAD(p.MailID), &s); err != nil {
+		return view{}, err
+	}
+	v := view{
+		To: p.To, Link: s.Link, ExpiresAt: formatExpiry(p.ExpiresAt),
 		OrganizationName: p.OrganizationName, Role: p.Role, InvitedBy: p.InvitedBy,
 	}
 	if p.WorkspaceName != nil {

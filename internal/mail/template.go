@@ -16,11 +16,15 @@ const (
 	TemplateInvitation    = "invitation"
 	TemplatePasswordReset = "password_reset"
 	TemplateSignIn        = "sign_in"
+	// TemplateInvitationConfirmation and TemplateInvitationAttempt equal
+	// invitation.ConfirmationMailTemplate and invitation.AttemptMailTemplate.
+	TemplateInvitationConfirmation = "invitation_confirmation"
+	TemplateInvitationAttempt      = "invitation_attempt"
 )
 
 // templates lists every template; each has a "<name>.subject" and a
 // "<name>.text" text template and a "<name>.html" HTML template.
-var templates = []string{TemplateInvitation, TemplatePasswordReset, TemplateSignIn}
+var templates = []string{TemplateInvitation, TemplatePasswordReset, TemplateSignIn, TemplateInvitationConfirmation, TemplateInvitationAttempt}
 
 //go:embed templates/*.txt templates/*.html
 var templateFS embed.FS

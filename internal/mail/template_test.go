@@ -18,6 +18,8 @@ func TestTemplateNamesMatchProducers(t *testing.T) {
 	require.Equal(t, invitation.MailTemplate, TemplateInvitation)
 	require.Equal(t, session.TemplatePasswordReset, TemplatePasswordReset)
 	require.Equal(t, session.TemplateSignIn, TemplateSignIn)
+	require.Equal(t, invitation.ConfirmationMailTemplate, TemplateInvitationConfirmation)
+	require.Equal(t, invitation.AttemptMailTemplate, TemplateInvitationAttempt)
 }
 
 // Every template has its three parts, and each renders with the link, the
@@ -41,6 +43,12 @@ func TestRenderEveryTemplate(t *testing.T) {
 		{TemplatePasswordReset, "Reset your password",
 			[]string{"reset the password of the account ada@example.com"}, "Choose a new password"},
 		{TemplateSignIn, "Your sign-in link", []string{"To sign in as ada@example.com, open this link:"}, "Sign in"},
+		{TemplateInvitationConfirmation, "Confirm your invitation to the workspace Research of Acme",
+			[]string{`invitation from Grace Hopper to join the workspace "Research" of the organization "Acme" as editor for ada@example.com`, "no account is created"},
+			"Confirm and create the account"},
+		{TemplateInvitationAttempt, "An attempt to accept an invitation for your account",
+			[]string{"for your account ada@example.com, with a password that is not your account's", "Your account was not changed"},
+			"Open the invitation"},
 	}
 	require.Len(t, cases, len(templates), "a case per template")
 	for _, tc := range cases {

@@ -53,13 +53,18 @@ func idAAD(id string, _ []byte) ([]byte, error) { return []byte(id), nil }
 // secrets today: an invitation mail is sealed under "identity_mail:" plus the
 // invitation id (internal/invitation MailAAD), a password-reset mail under
 // "identity_mail:" plus the mail link id (internal/session MailAAD); the
-// payload names that id.
+// payload names that id. The two mails of an invitation acceptance waiting
+// for the address's owner (templates invitation_confirmation and
+// invitation_attempt) are sealed under "identity_mail:invitation_confirmation:"
+// plus the payload's mail_id (internal/invitation ConfirmationMailAAD).
 func outboxAAD(_ string, extra []byte) ([]byte, error) {
 	var row struct {
 		Kind    string `json:"kind"`
 		Payload struct {
+			Template     string `json:"template"`
 			InvitationID string `json:"invitation_id"`
 			MailLinkID   string `json:"mail_link_id"`
+			MailID       string `json:"mail_id"`
 		} `json:"payload"`
 	}
 	if err := json.Unmarshal(extra, &row); err != nil {
@@ -69,6 +74,11 @@ func outboxAAD(_ string, extra []byte) ([]byte, error) {
 		return nil, fmt.Errorf("no known sealing context for %s deliveries", row.Kind)
 	}
 	switch p := row.Payload; {
+	case p.Template == "invitation_confirmation" || p.Template == "invitation_attempt":
+		if p.MailID == "" {
+			return nil, errors.New("the payload names no mail_id")
+		}
+		return []byte("identity_mail:invitation_confirmation:" + p.MailID), nil
 	case p.InvitationID != "" && p.MailLinkID == "":
 		return []byte("identity_mail:" + p.InvitationID), nil
 	case p.MailLinkID != "" && p.InvitationID == "":

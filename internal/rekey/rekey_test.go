@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/invitation"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/rekey"
 	"github.com/svcdev/svc/internal/testdb"
@@ -85,6 +86,18 @@ VALUES ($1, $2, 'model', 'openai', $3, $4, $5, '{X-Org}', $6, $6)`,
 		require.NoError(t, err)
 		values = append(values, stored{rekey.OutboxSealed, "outbox", "sealed", did, aad, plain})
 	}
+	// The two mails of an acceptance waiting for the address's owner: they name
+	// the invitation too, but are sealed under their mail_id.
+	for _, template := range []string{invitation.ConfirmationMailTemplate, invitation.AttemptMailTemplate} {
+		did, inv, mail := id.New(id.Delivery), id.New(id.Invitation), id.New(id.MailLink)
+		aad := invitation.ConfirmationMailAAD(mail)
+		plain := []byte(`{"link":"https://example.com/t?token=` + mail + `"}`)
+		payload, err := json.Marshal(map[string]string{"template": template, "invitation_id": inv, "mail_id": mail})
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO outbox (id, kind, payload, sealed) VALUES ($1, 'identity_mail', $2, $3)`, did, payload, seal(t, old, plain, aad))
+		require.NoError(t, err)
+		values = append(values, stored{rekey.OutboxSealed, "outbox", "sealed", did, aad, plain})
+	}
 	// A completed idempotency record (aad = record id).
 	rid := id.New("idk")
 	resp := []byte(`{"status":201,"body":"token"}`)
@@ -138,7 +151,7 @@ VALUES ($1, $2, 'web', 'search', 'lost', $3, $4, $4)`, lostID, admin.WorkspaceID
 	require.NoError(t, err)
 	res, err = rekey.Run(ctx, pool, ring, 2)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{rekey.ProviderCredential: 5, rekey.ProviderExtraHeaders: 5, rekey.OutboxSealed: 2, rekey.IdempotencyResponse: 1,
+	require.Equal(t, map[string]int{rekey.ProviderCredential: 5, rekey.ProviderExtraHeaders: 5, rekey.OutboxSealed: 4, rekey.IdempotencyResponse: 1,
 		rekey.ConnectionCredential: 1, rekey.OperationVendorState: 1, rekey.SubscriptionSecret: 1}, res.Resealed)
 	require.Equal(t, []rekey.Unreadable{{Column: rekey.ProviderCredential, ID: lostID, Reason: res.Unreadable[0].Reason}}, res.Unreadable)
 	require.Contains(t, res.Unreadable[0].Reason, "unknown key")

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
@@ -159,14 +160,29 @@ func TestInvitationAcceptedEmits(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
 	sub, _ := b.subscribe(t, nil, hook, webhook.InvitationAccepted)
-	svc, err := invitation.NewService(invitation.Options{Pool: b.pool, Keyring: b.ring, PublicURL: "https://svc.example.com", TTL: time.Hour})
+	svc, err := invitation.NewService(invitation.Options{Pool: b.pool, Keyring: b.ring, PublicURL: "https://svc.example.com", TTL: time.Hour, ConfirmationTTL: time.Hour})
 	require.NoError(t, err)
 	accept := func(target invitation.Target, email, role string) invitation.AcceptResult {
 		created, err := svc.Create(ctx, invitation.CreateInput{Caller: b.caller, Target: target, Email: email, Role: role})
 		require.NoError(t, err)
 		u, err := url.Parse(created.URL)
 		require.NoError(t, err)
-		res, err := svc.Accept(ctx, invitation.AcceptInput{Token: u.Query().Get("token"), Password: "correct horse battery"})
+		sent, err := svc.Accept(ctx, invitation.AcceptInput{Token: u.Query().Get("token"), Password: "correct horse battery"})
+		require.NoError(t, err)
+		require.True(t, sent.ConfirmationSent, "a new address confirms by mail")
+		// The invitee follows the link mailed to the address.
+		var payload, sealed []byte
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT payload, sealed FROM outbox
+			WHERE payload->>'template' = 'invitation_confirmation' AND payload->>'to' = $1`, email).Scan(&payload, &sealed))
+		var p invitation.ConfirmationMailPayload
+		require.NoError(t, json.Unmarshal(payload, &p))
+		plain, err := b.ring.Open(sealed, invitation.ConfirmationMailAAD(p.MailID))
+		require.NoError(t, err)
+		var secrets invitation.ConfirmationMailSecrets
+		require.NoError(t, json.Unmarshal(plain, &secrets))
+		link, err := url.Parse(secrets.Link)
+		require.NoError(t, err)
+		res, err := svc.Confirm(ctx, link.Query().Get("token"))
 		require.NoError(t, err)
 		return res
 	}

@@ -29,3 +29,13 @@ WHERE id IN (
     WHERE accepted_at IS NULL AND (expires_at <= now() OR revoked_at IS NOT NULL)
     LIMIT @batch
     FOR UPDATE SKIP LOCKED);
+
+-- name: InvitationConfirmationDeleteExpired :execrows
+-- Pending acceptances whose confirmation link expired. Used links are deleted
+-- when they are used.
+DELETE FROM invitation_confirmation
+WHERE id IN (
+    SELECT id FROM invitation_confirmation
+    WHERE expires_at <= now()
+    LIMIT @batch
+    FOR UPDATE SKIP LOCKED);

@@ -117,3 +117,39 @@ JOIN organization o ON o.id = i.organization_id
 LEFT JOIN workspace w ON w.id = i.workspace_id
 JOIN principal p ON p.id = i.invited_by_id
 WHERE i.token_hash = @token_hash;
+
+-- name: InvitationConfirmationUpsert :one
+-- Stores the pending acceptance of an invitation, replacing an older one (its
+-- link stops working). expires_at is counted from the database clock.
+INSERT INTO invitation_confirmation (id, invitation_id, token_hash, password_hash, display_name, expires_at)
+VALUES (@id, @invitation_id, @token_hash, @password_hash, @display_name,
+        now() + make_interval(secs => sqlc.arg('ttl_seconds')::double precision))
+ON CONFLICT (invitation_id) DO UPDATE
+SET id = EXCLUDED.id, token_hash = EXCLUDED.token_hash, password_hash = EXCLUDED.password_hash,
+    display_name = EXCLUDED.display_name, created_at = now(), expires_at = EXCLUDED.expires_at
+RETURNING *;
+
+-- name: InvitationConfirmationGetByTokenHash :one
+-- What the confirmation page shows of a pending acceptance, and whether its
+-- link (database clock) or its invitation can still be used.
+SELECT c.expires_at, (c.expires_at <= now())::boolean AS expired,
+       i.email, i.role, i.accepted_at, i.revoked_at, (i.expires_at <= now())::boolean AS invitation_expired,
+       o.name AS organization_name, w.name AS workspace_name, p.display_name AS invited_by
+FROM invitation_confirmation c
+JOIN invitation i ON i.id = c.invitation_id
+JOIN organization o ON o.id = i.organization_id
+LEFT JOIN workspace w ON w.id = i.workspace_id
+JOIN principal p ON p.id = i.invited_by_id
+WHERE c.token_hash = @token_hash;
+
+-- name: InvitationConfirmationTake :one
+-- Uses a pending acceptance up: the row is deleted, so its link works once.
+DELETE FROM invitation_confirmation
+WHERE token_hash = @token_hash
+RETURNING *, (expires_at <= now())::boolean AS expired;
+
+-- name: InvitationGetByIDForUpdate :one
+SELECT sqlc.embed(invitation), (invitation.expires_at <= now())::boolean AS expired
+FROM invitation
+WHERE invitation.id = @id
+FOR UPDATE OF invitation;
