@@ -2,6 +2,7 @@ package envlocal
 
 import (
 	"fmt"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,4 +71,48 @@ func (l Limits) apply(pid int) error {
 		}
 	}
 	return nil
+}
+
+// shell sets the limits and then becomes the command's program, so that no
+// instruction of the program runs before its limits hold: prlimit(2) on a
+// started process races with it. $0 is the program's path; the remaining
+// arguments are its own.
+const shell = "/bin/sh"
+
+// wrap returns the path and arguments that run prog with argv under the
+// limits: a POSIX shell sets each one (soft and hard, ulimit's units: KiB for
+// -v, 512-byte blocks for -f), then execs prog in its own place, with the
+// same process id and keepPWD telling whether the command's environment
+// sets PWD itself. A limit above the worker's own hard limit is lowered to it.
+func (l Limits) wrap(prog string, argv []string, keepPWD bool) (string, []string, error) {
+	var script strings.Builder
+	for _, r := range []struct {
+		flag     string
+		resource int
+		value    uint64
+		unit     uint64
+	}{
+		{"-v", unix.RLIMIT_AS, l.AddressSpaceBytes, 1024},
+		{"-t", unix.RLIMIT_CPU, l.CPUSeconds, 1},
+		{"-n", unix.RLIMIT_NOFILE, l.OpenFiles, 1},
+		{"-f", unix.RLIMIT_FSIZE, l.FileSizeBytes, 512},
+	} {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(r.resource, &cur); err != nil {
+			return "", nil, fmt.Errorf("envlocal: read the worker's %s limit: %w", r.flag, err)
+		}
+		v := min(r.value, cur.Max)
+		if v == unix.RLIM_INFINITY {
+			continue
+		}
+		fmt.Fprintf(&script, "ulimit %s %d || exit 126; ", r.flag, v/r.unit)
+	}
+	// The shell exports PWD; the command's environment is exactly the one
+	// it was given (commandEnv), so the variable goes unless it was given.
+	if !keepPWD {
+		script.WriteString("unset PWD; ")
+	}
+	script.WriteString(`exec "$0" "$@"`)
+	args := append([]string{"sh", "-c", script.String(), prog}, argv[1:]...)
+	return shell, args, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -80,8 +81,8 @@ type Result struct {
 // Run runs a command in the environment and waits for it. The command leads
 // a new process group; when the time-out passes or ctx ends, the whole group
 // is killed (SIGKILL), and when the command exits, whatever it left running
-// in its group is killed too. Resource limits are set on the command right
-// after it starts (see Limits). When ctx ends, Run returns the partial result
+// in its group is killed too. Resource limits are set before the command's
+// program starts, and set again on the process once it runs (see Limits). When ctx ends, Run returns the partial result
 // with ctx's error; a time-out is not an error (Result.TimedOut).
 func (e *Env) Run(ctx context.Context, c Command) (Result, error) {
 	if e.Expired() {
@@ -201,8 +202,12 @@ func (e *Env) command(c Command) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
+	path, args, err := e.p.limits.wrap(prog, c.Argv, slices.ContainsFunc(env, func(v string) bool { return strings.HasPrefix(v, "PWD=") }))
+	if err != nil {
+		return nil, err
+	}
 	cmd := &exec.Cmd{
-		Path: prog, Args: c.Argv, Dir: dir, Env: env,
+		Path: path, Args: args, Dir: dir, Env: env,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 		WaitDelay:   pipeGrace,
 	}
