@@ -76,12 +76,17 @@ func invitationView(ring *keyring.Ring, d outbox.Claimed) (view, error) {
 	if err := openSealed(ring, d.Sealed, invitation.MailAAD(p.InvitationID), &s); err != nil {
 		return view{}, err
 	}
-	v := view{
+	return invitedView(view{
 		To: p.To, Link: s.InvitationURL, ExpiresAt: formatExpiry(p.ExpiresAt),
 		OrganizationName: p.OrganizationName, Role: p.Role, InvitedBy: p.InvitedBy,
-	}
-	if p.WorkspaceName != nil {
-		v.WorkspaceName = *p.WorkspaceName
+	}, p.WorkspaceName)
+}
+
+// invitedView completes the view of a mail about an invitation with the
+// workspace's name (nil for an organization invitation) and checks it.
+func invitedView(v view, workspaceName *string) (view, error) {
+	if workspaceName != nil {
+		v.WorkspaceName = *workspaceName
 		if v.WorkspaceName == "" {
 			return view{}, errors.New("the payload's workspace_name is empty")
 		}
@@ -106,20 +111,10 @@ func confirmationView(ring *keyring.Ring, d outbox.Claimed) (view, error) {
 	if err := openSealed(ring, d.Sealed, invitation.ConfirmationMailAAD(p.MailID), &s); err != nil {
 		return view{}, err
 	}
-	v := view{
+	return invitedView(view{
 		To: p.To, Link: s.Link, ExpiresAt: formatExpiry(p.ExpiresAt),
 		OrganizationName: p.OrganizationName, Role: p.Role, InvitedBy: p.InvitedBy,
-	}
-	if p.WorkspaceName != nil {
-		v.WorkspaceName = *p.WorkspaceName
-		if v.WorkspaceName == "" {
-			return view{}, errors.New("the payload's workspace_name is empty")
-		}
-	}
-	return v, checkView(v, map[string]string{
-		"to": v.To, "organization_name": v.OrganizationName, "workspace_name": v.WorkspaceName,
-		"role": v.Role, "invited_by": v.InvitedBy,
-	})
+	}, p.WorkspaceName)
 }
 
 func resetView(ring *keyring.Ring, d outbox.Claimed) (view, error) {
