@@ -777,7 +777,8 @@ SELECT leased.id, leased.workspace_id, leased.thread_id, leased.input_id, leased
     leased.usage, leased.error, leased.created_by_id, leased.created_at, leased.started_at, leased.finished_at,
     leased.updated_at, leased.waiting_calls,
     events.seq AS event_seq, events.at AS event_at, events.data AS event_data,
-    (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM wake)::int AS hooks
+    (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM wake)::int AS hooks,
+    extract(epoch FROM now() - coalesce(leased.started_at, now()))::float8 AS elapsed_seconds
 FROM leased
 JOIN events ON events.run_id = leased.id
 ORDER BY leased.id
@@ -825,6 +826,7 @@ type RunClaimRow struct {
 	EventData         json.RawMessage `json:"event_data"`
 	Attempts          int32           `json:"attempts"`
 	Hooks             int32           `json:"hooks"`
+	ElapsedSeconds    float64         `json:"elapsed_seconds"`
 }
 
 // RunClaim claims up to page_limit runs for worker, fairly across
@@ -895,6 +897,7 @@ func (q *Queries) RunClaim(ctx context.Context, db DBTX, arg RunClaimParams) ([]
 			&i.EventData,
 			&i.Attempts,
 			&i.Hooks,
+			&i.ElapsedSeconds,
 		); err != nil {
 			return nil, err
 		}

@@ -196,8 +196,9 @@ func (a *App) buildRuns() {
 	})
 	a.Worker = worker.New(a.Pool, a.Runs, exec, worker.Options{
 		ID: a.ReplicaID, Slots: a.cfg.Worker.Slots,
-		Lease: time.Duration(a.cfg.Worker.LeaseSeconds) * time.Second,
-		Drain: time.Duration(a.cfg.Worker.DrainSeconds) * time.Second,
+		Lease:  time.Duration(a.cfg.Worker.LeaseSeconds) * time.Second,
+		Drain:  time.Duration(a.cfg.Worker.DrainSeconds) * time.Second,
+		Gather: time.Duration(a.cfg.Worker.ClaimGatherMS) * time.Millisecond,
 	}, a.log.With("component", "worker"))
 }
 

@@ -121,6 +121,9 @@ type Worker struct {
 	// counted in the database over every worker: claims skip a workspace
 	// that has as many, and its runs wait.
 	WorkspaceMaxRunning int `koanf:"workspace_max_running"`
+	// ClaimGatherMS is how long, while runs wait, a freed slot waits for
+	// more to free before the worker claims (docs/decisions/0047).
+	ClaimGatherMS int `koanf:"claim_gather_ms"`
 }
 
 // Environments configures execution environments.
@@ -323,6 +326,7 @@ func Default() Config {
 			// One less than the default slots: one workspace never holds
 			// every slot of a default worker.
 			WorkspaceMaxRunning: 3,
+			ClaimGatherMS:       50,
 		},
 		Environments: Environments{ScanSeconds: 30, RenewalSeconds: 30, DockerNetworks: []string{}},
 		Providers:    Providers{OperationScanSeconds: 30, ProbeTimeoutSeconds: 10},

@@ -68,6 +68,7 @@ func (c *Config) Validate() error {
 	v.positive("worker.subagent_max_live_children", w.SubagentMaxLiveChildren)
 	v.positive("worker.subagent_max_descendants", w.SubagentMaxDescendants)
 	v.positive("worker.workspace_max_running", w.WorkspaceMaxRunning)
+	v.nonNegative("worker.claim_gather_ms", w.ClaimGatherMS)
 
 	v.positive("environments.scan_seconds", c.Environments.ScanSeconds)
 	v.positive("environments.renewal_seconds", c.Environments.RenewalSeconds)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/checkpoint"
@@ -43,6 +44,11 @@ type Claimed struct {
 	CheckpointKey *string
 	// FirstAttempt is set when no attempt ran the run before.
 	FirstAttempt bool
+	// Elapsed is the time since the run started (its first attempt's
+	// claim) by the database's clock at the claim, the clock its start was
+	// recorded on: every attempt, on any worker and whatever its own clock
+	// says, counts the run's time limit from the same start.
+	Elapsed time.Duration
 }
 
 // Claim claims up to n runs for worker, each in a new attempt whose lease
@@ -75,6 +81,7 @@ func (s *Service) Claim(ctx context.Context, worker string, n int, lease time.Du
 			Run:           runOf(r),
 			CheckpointKey: r.CheckpointKey,
 			FirstAttempt:  r.AttemptCount == 1,
+			Elapsed:       time.Duration(row.ElapsedSeconds * float64(time.Second)),
 		}
 		s.pub.Publish(ctx, r.ThreadID, []Event{{ThreadID: r.ThreadID, Seq: row.EventSeq, Type: EventRunStatus, RunID: &r.ID,
 			At: row.EventAt, Data: row.EventData}})
@@ -215,6 +222,16 @@ func (s *Service) Commit(ctx context.Context, l Lease, st Step) error {
 		s.pub.Publish(ctx, l.ThreadID, evs.written(l.ThreadID, &l.RunID, row.LastSeq, row.At))
 	}
 	return nil
+}
+
+// Refused reports whether a fenced write's error means that the write
+// certainly changed nothing: the lease was lost, or the database answered
+// the statement with an error (and rolled it back). Any other error, such
+// as a connection lost while the statement ran, may hide a write that took
+// place.
+func Refused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.Is(err, ErrLeaseLost) || errors.As(err, &pgErr)
 }
 
 // Finish ends the run in the attempt that holds it: succeeded, failed or

@@ -156,7 +156,7 @@ func (t *sqlTracer) logStatements(b *testing.B, prefix string, top int) {
 	t.mu.Unlock()
 	slices.SortFunc(rows, func(a, c row) int { return int(c.total - a.total) })
 	for _, r := range rows[:min(top, len(rows))] {
-		b.Logf("%s: statement %-28s n=%-6d p50 %5.2f ms  share of statement time %4.1f%%", prefix, r.name, r.n, ms(r.p50), 100*float64(r.total)/float64(all))
+		fmt.Fprintf(os.Stderr, "%s: statement %-28s n=%-6d p50 %5.2f ms  share of statement time %4.1f%%\n", prefix, r.name, r.n, ms(r.p50), 100*float64(r.total)/float64(all))
 	}
 }
 

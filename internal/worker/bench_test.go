@@ -165,7 +165,8 @@ func (e *benchEnv) executor(wrap func(http.RoundTripper) http.RoundTripper) *wor
 func (e *benchEnv) worker(exec *worker.Executor, name string, slots int) *worker.Worker {
 	cfg := config.Default().Worker
 	return worker.New(e.pool, e.runs, exec, worker.Options{ID: name, Slots: slots,
-		Lease: time.Duration(cfg.LeaseSeconds) * time.Second, Drain: time.Duration(cfg.DrainSeconds) * time.Second}, e.log)
+		Lease: time.Duration(cfg.LeaseSeconds) * time.Second, Drain: time.Duration(cfg.DrainSeconds) * time.Second,
+		Gather: time.Duration(cfg.ClaimGatherMS) * time.Millisecond}, e.log)
 }
 
 // startWorker runs w until the benchmark ends.
@@ -399,6 +400,7 @@ func BenchmarkThousandRuns(b *testing.B) {
 				sg.Wait()
 				cpu, pgCPU := cpuTime(b)-cpu0, backendCPUSince(b, env.pool, pg0)
 				stmts := env.sql.statements.Load()
+				env.sql.logStatements(b, "store "+kind, 25)
 				stop()
 				requireSucceeded(b, env.pool, runs, steps)
 				claims := env.sql.claimTimes()

@@ -173,17 +173,15 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 		}
 		system += part
 	}
-	// The time limit counts from the run's start by the database's clock;
-	// the worker's own clock only measures what is left of it.
-	left, err := e.d.Runs.TimeLeft(ctx, r.ID, time.Duration(cfg.Limits.TimeoutSeconds)*time.Second)
-	if err != nil {
-		return agentloop.Spec{}, agentloop.State{}, err
-	}
+	// The time limit counts from the run's start by the database's clock
+	// (run.Claimed.Elapsed); the worker's own clock only measures what is
+	// left of it.
+	deadline := e.now().Add(time.Duration(cfg.Limits.TimeoutSeconds)*time.Second - c.Elapsed)
 	spec := agentloop.Spec{
 		Model: model, ModelName: name, System: system, Tools: tools,
 		Limits: agentloop.Limits{
 			MaxSteps: cfg.Limits.MaxSteps, MaxTokens: int64(cfg.Limits.MaxTokens),
-			Deadline: e.now().Add(left), Now: e.now,
+			Deadline: deadline, Now: e.now,
 		},
 		MaxOutputBytes: e.d.MaxOutputBytes, MaxToolArgumentBytes: e.d.MaxToolArgumentBytes,
 	}

@@ -15,8 +15,9 @@ import (
 )
 
 // host is the agent loop's host for one attempt: it writes streamed text as
-// message.delta events every DeltaInterval, tool calls as they are asked
-// for, and each step's checkpoint, messages and events under the fence.
+// message.delta events every DeltaInterval, tool calls while the tools run
+// (or with the step, when it ends first), and each step's checkpoint,
+// messages and events under the fence.
 type host struct {
 	e *Executor
 	a *attempt
@@ -24,12 +25,11 @@ type host struct {
 	mu      sync.Mutex
 	pending strings.Builder
 	flushMu sync.Mutex // one flush at a time, in order
-	// callsWritten answers the write of the current step's tool.call
-	// events; set by ToolCalls and taken by Step, both on the loop's
-	// goroutine.
-	callsWritten chan error
-	stop         chan struct{}
-	done         chan struct{}
+	// calls is the write of the current step's tool.call events; set by
+	// ToolCalls and taken by Step, both on the loop's goroutine.
+	calls *callWrite
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 func newHost(e *Executor, a *attempt) *host {
@@ -105,9 +105,12 @@ func (h *host) check(err error) error {
 }
 
 // ToolCalls implements agentloop.Host: the text streamed before the calls
-// and their tool.call events are written in one statement while the tools
-// run, so neither waits for the other. Step waits for the write before it
-// commits, so the calls precede their results in the thread's events. A
+// and their tool.call events are written together, one DeltaInterval after
+// the model asked for them, while the tools run. When the step ends first
+// (tools that answer at once), Step writes them in its own statement
+// instead, before the results: either way the calls precede their results
+// in the thread's events, and a watcher sees them at most DeltaInterval
+// after they were asked for (docs/decisions/0047-gathered-claims.md). A
 // write that fails, for a lost lease or any other reason, cancels the
 // attempt, and with it the tools: none runs on past a step that cannot be
 // recorded.
@@ -118,30 +121,58 @@ func (h *host) ToolCalls(ctx context.Context, calls []llm.ToolCall) error {
 		evs = append(evs, run.NewEvent{Type: run.EventToolCall,
 			Data: run.ToolCallData{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}})
 	}
-	written := make(chan error, 1)
-	h.callsWritten = written
+	cw := &callWrite{evs: evs, take: make(chan struct{}), done: make(chan error, 1)}
+	h.calls = cw
 	go func() {
-		// flushMu is held until the write is done, so no delta overtakes it.
+		// flushMu is held until the events are written or handed to Step,
+		// so no delta overtakes them.
 		defer h.flushMu.Unlock()
+		t := time.NewTimer(h.e.d.DeltaInterval)
+		defer t.Stop()
+		select {
+		case <-cw.take:
+			cw.done <- errHandedOver
+			return
+		case <-t.C:
+		}
 		err := h.check(h.e.d.Runs.Emit(ctx, h.a.c.Lease, evs))
 		if err != nil && !errors.Is(err, run.ErrLeaseLost) && ctx.Err() == nil {
 			err = fmt.Errorf("write the step's tool calls: %w", err)
 			h.a.cancel(err)
 		}
-		written <- err
+		cw.done <- err
 	}()
 	return nil
 }
 
-// awaitToolCalls waits for the write ToolCalls started, if any, and answers
-// its error.
-func (h *host) awaitToolCalls() error {
-	written := h.callsWritten
-	if written == nil {
-		return nil
+// callWrite is the pending write of a step's tool.call events.
+type callWrite struct {
+	evs []run.NewEvent
+	// take asks the writer to hand the events over unwritten.
+	take chan struct{}
+	// done answers the write's error, or errHandedOver.
+	done chan error
+}
+
+// errHandedOver answers a callWrite whose events Step writes itself.
+var errHandedOver = errors.New("tool calls handed over")
+
+// takeToolCalls ends the write ToolCalls started, if any: it answers the
+// events still to be written (handed over before the writer's turn came),
+// or waits for the write and answers its error.
+func (h *host) takeToolCalls() ([]run.NewEvent, error) {
+	cw := h.calls
+	if cw == nil {
+		return nil, nil
 	}
-	h.callsWritten = nil
-	return <-written
+	h.calls = nil
+	select {
+	case cw.take <- struct{}{}:
+		<-cw.done
+		return cw.evs, nil
+	case err := <-cw.done:
+		return nil, err
+	}
 }
 
 // Step implements agentloop.Host: the checkpoint object first (while the
@@ -153,7 +184,8 @@ func (h *host) awaitToolCalls() error {
 func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 	l := h.a.c.Lease
 	key, err := h.e.saveCheckpoint(ctx, l, rec.State)
-	if werr := h.awaitToolCalls(); werr != nil {
+	callEvs, werr := h.takeToolCalls()
+	if werr != nil {
 		h.discardCheckpoint(key)
 		return werr
 	}
@@ -164,7 +196,7 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 	h.flushMu.Lock()
 	defer h.flushMu.Unlock()
 	var msgs []run.Message
-	evs := h.takePending()
+	evs := append(callEvs, h.takePending()...)
 	if !rec.Resumed {
 		calls := make([]run.ToolCall, len(rec.Assistant.ToolCalls))
 		for i, c := range rec.Assistant.ToolCalls {
@@ -186,11 +218,11 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 	usage := run.Usage{InputTokens: int64(rec.State.Usage.InputTokens), OutputTokens: int64(rec.State.Usage.OutputTokens)}
 	step := int32(rec.State.Step)
 	if err := h.check(h.e.d.Runs.Commit(ctx, l, run.Step{Number: step, CheckpointKey: key, Usage: usage, Messages: msgs, Events: evs})); err != nil {
-		if errors.Is(err, run.ErrLeaseLost) {
-			// Refused: nothing names the object.
+		if run.Refused(err) {
+			// Nothing names the object.
 			h.discardCheckpoint(key)
 		} else {
-			// Any other failure may hide a commit that took place: the
+			// The failure may hide a commit that took place: the
 			// attempt's end deletes the object unless it is the run's
 			// checkpoint.
 			h.a.unrecorded = append(h.a.unrecorded, key)

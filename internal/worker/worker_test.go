@@ -255,11 +255,12 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 }
 
 // TestToolCallWriteFailureStopsTheTools: the step's tool.call events are
-// written while its tools run; when that write fails (here the database
-// refuses it), a tool still running is cancelled at once rather than left to
-// run on for a step that cannot be recorded; a checkpoint put meanwhile is
-// deleted, since nothing names it; the attempt is retried with the write's
-// failure as its reason.
+// written while its tools run (slow) or with the step (a tool that answers
+// at once); when that write fails (here the database refuses it), a tool
+// still running is cancelled at once rather than left to run on for a step
+// that cannot be recorded; a checkpoint put meanwhile is deleted, since
+// nothing names it; the attempt is retried with the write's failure as its
+// reason.
 func TestToolCallWriteFailureStopsTheTools(t *testing.T) {
 	t.Parallel()
 	for _, slow := range []bool{true, false} {
