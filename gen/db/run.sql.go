@@ -936,8 +936,6 @@ WITH old AS (
     FROM f, old
     WHERE old.key IS NOT NULL AND old.key <> $2
     RETURNING kind
-), wake AS (
-    SELECT pg_notify('svc_outbox', cleanup.kind) FROM cleanup
 ), bump AS (
     UPDATE thread SET message_count = thread.message_count + cardinality($8::text[]),
         last_seq = thread.last_seq + cardinality($9::text[]), updated_at = now()
@@ -963,7 +961,7 @@ WITH old AS (
     RETURNING 1
 )
 SELECT bump.last_seq::bigint AS last_seq, now()::timestamptz AS at,
-    (SELECT count(*) FROM wake)::int AS cleanups, (SELECT count(*) FROM msgs)::int AS messages,
+    (SELECT count(*) FROM cleanup)::int AS cleanups, (SELECT count(*) FROM msgs)::int AS messages,
     (SELECT count(*) FROM evs)::int AS events
 FROM bump
 `
@@ -999,8 +997,9 @@ type RunCommitStepRow struct {
 // RunCommitStep records a step of the attempt holding the run's lease, in
 // one statement (one round trip): the run's checkpoint key, step and usage;
 // the checkpoint it replaced queued for deletion (a checkpoint_cleanup
-// delivery, and the senders woken); the step's messages and events after
-// the thread's last ones. No row when attempt_id no longer holds an
+// delivery, sent by the outbox's next scan: waking the senders would
+// serialize every step's commit on the notification queue's lock); the
+// step's messages and events after the thread's last ones. No row when attempt_id no longer holds an
 // unexpired lease, and then nothing is written. The run's row is updated
 // (and so locked) before the thread's, as every fenced write does.
 func (q *Queries) RunCommitStep(ctx context.Context, db DBTX, arg RunCommitStepParams) (RunCommitStepRow, error) {

@@ -263,8 +263,9 @@ FROM bump;
 -- RunCommitStep records a step of the attempt holding the run's lease, in
 -- one statement (one round trip): the run's checkpoint key, step and usage;
 -- the checkpoint it replaced queued for deletion (a checkpoint_cleanup
--- delivery, and the senders woken); the step's messages and events after
--- the thread's last ones. No row when attempt_id no longer holds an
+-- delivery, sent by the outbox's next scan: waking the senders would
+-- serialize every step's commit on the notification queue's lock); the
+-- step's messages and events after the thread's last ones. No row when attempt_id no longer holds an
 -- unexpired lease, and then nothing is written. The run's row is updated
 -- (and so locked) before the thread's, as every fenced write does.
 -- name: RunCommitStep :one
@@ -280,8 +281,6 @@ WITH old AS (
     FROM f, old
     WHERE old.key IS NOT NULL AND old.key <> @checkpoint_key
     RETURNING kind
-), wake AS (
-    SELECT pg_notify('svc_outbox', cleanup.kind) FROM cleanup
 ), bump AS (
     UPDATE thread SET message_count = thread.message_count + cardinality(@roles::text[]),
         last_seq = thread.last_seq + cardinality(@types::text[]), updated_at = now()
@@ -307,7 +306,7 @@ WITH old AS (
     RETURNING 1
 )
 SELECT bump.last_seq::bigint AS last_seq, now()::timestamptz AS at,
-    (SELECT count(*) FROM wake)::int AS cleanups, (SELECT count(*) FROM msgs)::int AS messages,
+    (SELECT count(*) FROM cleanup)::int AS cleanups, (SELECT count(*) FROM msgs)::int AS messages,
     (SELECT count(*) FROM evs)::int AS events
 FROM bump;
 
