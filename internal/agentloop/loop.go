@@ -206,7 +206,7 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 		if !host.Continue() {
 			return Outcome{State: state}, ErrStopped
 		}
-		callCtx, cancel := context.WithTimeout(ctx, spec.Limits.Deadline.Sub(spec.Limits.now()))
+		callCtx, cancel := spec.Limits.withDeadline(ctx)
 		resp, err := spec.Model.Stream(callCtx, llm.Request{
 			Model: spec.ModelName, System: spec.System, Messages: state.Messages, Tools: defs,
 			MaxOutputTokens: spec.MaxOutputTokens, Temperature: spec.Temperature,
@@ -246,6 +246,9 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 		var waiting []string
 		if !rec.Final {
 			results, err := runTools(ctx, spec, byName, assistant.ToolCalls, host)
+			if errors.Is(err, errTimeUp) {
+				return Outcome{Failure: &Failure{Code: CodeLimit, Message: "the run reached its time limit"}, State: state}, nil
+			}
 			if err != nil {
 				return Outcome{State: state}, err
 			}
@@ -362,10 +365,24 @@ func limitReached(l Limits, s State) *Failure {
 // returns their results in the order of the calls. A call of an unknown tool
 // or one whose tool fails as the model's business gives an error result; a
 // Go error of a tool stops the step.
+// errTimeUp ends tool calls that outlasted the run's time limit.
+var errTimeUp = errors.New("agentloop: the run's time is up")
+
+// withDeadline answers ctx ending at the run's deadline, if it has one.
+func (l Limits) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.Deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, l.Deadline.Sub(l.now()))
+}
+
 func runTools(ctx context.Context, spec Spec, byName map[string]tool.Tool, calls []llm.ToolCall, host Host) ([]tool.Result, error) {
 	if err := host.ToolCalls(ctx, calls); err != nil {
 		return nil, err
 	}
+	// The calls, not the host's writes, end with the run's time.
+	callCtx, cancel := spec.Limits.withDeadline(ctx)
+	defer cancel()
 	par := spec.ToolParallelism
 	if par <= 0 {
 		par = 4
@@ -380,11 +397,14 @@ func runTools(ctx context.Context, spec Spec, byName map[string]tool.Tool, calls
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, err := call(tool.WithCallID(ctx, c.ID), byName, c)
+			res, err := call(tool.WithCallID(callCtx, c.ID), byName, c)
 			errs[i], results[i] = err, res
 		}()
 	}
 	wg.Wait()
+	if errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, errTimeUp
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

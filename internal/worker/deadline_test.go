@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,10 +12,12 @@ import (
 
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/agentloop"
+	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -80,4 +83,52 @@ func TestTimeLimitByDatabaseClock(t *testing.T) {
 			require.Less(t, ran, tc.within, "the run overran its time limit")
 		})
 	}
+}
+
+// TestTimeLimitEndsALongToolCall: a tool call that runs past the run's
+// time limit is cancelled when the time is up, and the run fails with the
+// limit's error instead of running on for as long as the tool does.
+func TestTimeLimitEndsALongToolCall(t *testing.T) {
+	t.Parallel()
+	script := []llmtest.Turn{
+		{Text: "Waiting.", ToolCalls: []llmtest.Call{{Name: "wait", Arguments: `{}`}}},
+		{Text: "Done."},
+	}
+	b := setup(t, script, 3)
+	ctx := t.Context()
+	agents := agent.NewService(b.pool, b.reg, refs.None{})
+	head, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "timed", Config: json.RawMessage(
+		`{"model":"main","limits":{"timeout_seconds":2}}`)})
+	require.NoError(t, err)
+	cancelled := make(chan struct{}, 1)
+	waitTool := func(context.Context, worker.RunContext) ([]tool.Tool, error) {
+		return []tool.Tool{{
+			Def: llm.Tool{Name: "wait", Description: "Waits.", Parameters: json.RawMessage(`{"type":"object"}`)},
+			Call: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+				select {
+				case <-ctx.Done():
+					cancelled <- struct{}{}
+					return tool.Result{}, ctx.Err()
+				case <-time.After(60 * time.Second):
+					return tool.Result{Text: "waited"}, nil
+				}
+			},
+		}}, nil
+	}
+	b.runWorker(t, worker.ExecutorDeps{Objects: b.store, Toolsets: []worker.Toolset{waitTool}})
+	r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: head.ID, Input: "Go."})
+	require.NoError(t, err)
+
+	got := b.waitRun(t, r.ID, 20*time.Second)
+	require.Equal(t, run.StatusFailed, got.Status)
+	require.Equal(t, agentloop.CodeLimit, got.Error.Code)
+	require.Contains(t, got.Error.Message, "time limit")
+	select {
+	case <-cancelled:
+	default:
+		t.Fatal("the tool was not told to stop")
+	}
+	var secs float64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT extract(epoch FROM finished_at - started_at)::float8 FROM run WHERE id = $1`, r.ID).Scan(&secs))
+	require.Less(t, secs, 10.0, "the run waited for the tool past its time limit")
 }
