@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,21 +13,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/asset"
-	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/buildinfo"
 	"github.com/svcdev/svc/internal/checkpoint"
 	"github.com/svcdev/svc/internal/config"
-	"github.com/svcdev/svc/internal/connection"
+	"github.com/svcdev/svc/internal/console"
 	"github.com/svcdev/svc/internal/contool"
 	"github.com/svcdev/svc/internal/credential"
 	"github.com/svcdev/svc/internal/dbx"
-	"github.com/svcdev/svc/internal/endpoint"
-	"github.com/svcdev/svc/internal/envdocker"
 	"github.com/svcdev/svc/internal/envhosted"
-	"github.com/svcdev/svc/internal/environment"
-	"github.com/svcdev/svc/internal/envlocal"
 	"github.com/svcdev/svc/internal/health"
 	"github.com/svcdev/svc/internal/httpapi"
 	"github.com/svcdev/svc/internal/id"
@@ -40,12 +33,8 @@ import (
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/outbox"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/reqbody"
 	"github.com/svcdev/svc/internal/run"
-	"github.com/svcdev/svc/internal/skill"
-	"github.com/svcdev/svc/internal/stream"
 	"github.com/svcdev/svc/internal/supervisor"
 	"github.com/svcdev/svc/internal/sweep"
 	"github.com/svcdev/svc/internal/webhook"
@@ -66,34 +55,22 @@ type App struct {
 	Pool       *pgxpool.Pool
 	Redis      *redis.Client
 	Keyring    *keyring.Ring
-	Auth       *auth.Authenticator
-	// Types is the registry of installed provider types, shared with the API.
-	Types *types.Registry
-	// Connections drives the connection authorizations this process owns
-	// and recovers those of processes that disappeared.
-	Connections *connection.Service
-	// Store keeps asset content (and, later, checkpoints).
+	// Services are the domain services, built once (services.go).
+	*Services
+	// Store keeps asset content and checkpoints.
 	Store objectstore.Store
 	// ReplicaID names this process in claims and leases.
 	ReplicaID string
 	// Outbox delivers the outbox on control processes (deliver_outbox).
 	Outbox *outbox.Engine
-	// Runs is the thread and run lifecycle; Worker executes runs on worker
-	// processes (nil on control-only ones).
-	Runs   *run.Service
+	// Worker executes runs on worker processes (nil on control-only ones).
 	Worker *worker.Worker
-	// Environments makes, reuses and maintains the environments of runs.
-	Environments *environment.Runtime
 
 	httpSrv    *http.Server
 	ln         net.Listener
 	metricsSrv *http.Server
 	metricsLn  net.Listener
 	serveErr   chan error
-	// publisher carries committed thread events to live streams.
-	publisher run.Publisher
-	// policy guards every outbound call (webhooks, vendors).
-	policy *endpoint.Policy
 }
 
 // New builds a process without starting it. It reads the key ring, which every
@@ -139,8 +116,7 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 		serveErr:  make(chan error, 2),
 	}
 	a.Metrics.RegisterPool(pool)
-	a.Auth = auth.NewAuthenticator(pool, log)
-	if err := a.buildConnections(); err != nil {
+	if a.Services, err = a.buildServices(); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -152,49 +128,34 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 		pool.Close()
 		return nil, err
 	}
-	a.publisher = stream.NewPublisher(a.Redis, cfg.Redis.KeyPrefix, log)
-	a.buildRuns()
+	if role.Worker() {
+		a.buildWorker()
+	}
 	a.registerSweeps()
 	return a, nil
 }
 
-// buildRuns builds the run lifecycle and, on worker roles, the worker that
-// executes runs with every toolset this build has.
-func (a *App) buildRuns() {
-	client := a.policy.HTTPClient(0)
-	drivers := envhosted.NewWithTLS(client, func(c *tls.Config) *http.Client { return a.policy.HTTPClient(0, endpoint.WithTLSConfig(c)) })
-	drivers[envhosted.TypeModal] = envhosted.NewModal(a.policy, envhosted.ModalOptions{})
-	drivers[types.LocalType] = envlocal.NewDriver(a.cfg.Environments, envlocal.Options{})
-	drivers[envdocker.TypeID] = envdocker.New(a.policy, envdocker.Options{
-		Guard: envdocker.Guard{Networks: a.cfg.Environments.DockerNetworks, AllowRoot: a.cfg.Environments.DockerAllowRoot},
-	})
-	a.Environments = environment.NewRuntime(a.Pool, a.Keyring, drivers, time.Duration(a.cfg.Environments.RenewalSeconds)*time.Second,
-		a.log.With("component", "environments"))
-	agents := agent.NewService(a.Pool, a.Types, refs.None{})
-	skills := skill.NewService(a.Pool, refs.None{})
-	a.Runs = run.NewService(a.Pool, agents, skills, a.Types, run.Options{MaxAttempts: a.cfg.Worker.MaxAttempts, Publisher: a.publisher,
-		Lease:      time.Duration(a.cfg.Worker.LeaseSeconds) * time.Second,
-		MaxRunning: a.cfg.Worker.WorkspaceMaxRunning, MaxWaitingRuns: a.cfg.Limits.WorkspaceMaxWaitingRuns})
-	if !a.role.Worker() {
-		return
-	}
-	memories := memtool.New(memtool.Deps{Pool: a.Pool, Ring: a.Keyring, Registry: a.Types, Policy: a.policy,
+// buildWorker builds the worker that executes runs, with every toolset this
+// build has, over the process's services.
+func (a *App) buildWorker() {
+	s := a.Services
+	memories := memtool.New(memtool.Deps{Pool: a.Pool, Ring: a.Keyring, Registry: s.Types, Policy: s.Policy,
 		Timeout: time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second})
 	exec := worker.NewExecutor(worker.ExecutorDeps{
-		Pool: a.Pool, Runs: a.Runs, Keyring: a.Keyring, Objects: a.Store, Types: a.Types, HTTPClient: client, Log: a.log,
+		Pool: a.Pool, Runs: s.Runs, Keyring: a.Keyring, Objects: a.Store, Types: s.Types, HTTPClient: s.Outbound, Log: a.log,
 		MaxOutputBytes: int(a.cfg.Limits.ModelOutputBytes), MaxToolArgumentBytes: int(a.cfg.Limits.ToolArgumentsBytes),
 		Prompts: []worker.PromptSection{worker.MemoryPrompt(memories)},
 		Toolsets: []worker.Toolset{
-			worker.WebToolset(a.Pool, a.Keyring, client),
-			worker.EnvironmentToolset(a.Environments, a.Pool, a.Store),
-			worker.SubagentToolset(a.Pool, a.Runs, run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
+			worker.WebToolset(a.Pool, a.Keyring, s.Outbound),
+			worker.EnvironmentToolset(s.EnvironmentRuntime, a.Pool, a.Store),
+			worker.SubagentToolset(a.Pool, s.Runs, run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
 				MaxLive: a.cfg.Worker.SubagentMaxLiveChildren, MaxTotal: a.cfg.Worker.SubagentMaxDescendants}),
 			worker.MemoryToolset(memories),
-			worker.ConnectionToolset(contool.New(contool.Deps{Pool: a.Pool, Keyring: a.Keyring, Types: a.Types, HTTPClient: client,
+			worker.ConnectionToolset(contool.New(contool.Deps{Pool: a.Pool, Keyring: a.Keyring, Types: s.Types, HTTPClient: s.Outbound,
 				Log: a.log.With("component", "connections")})),
 		},
 	})
-	a.Worker = worker.New(a.Pool, a.Runs, exec, worker.Options{
+	a.Worker = worker.New(a.Pool, s.Runs, exec, worker.Options{
 		ID: a.ReplicaID, Slots: a.cfg.Worker.Slots,
 		Lease:  time.Duration(a.cfg.Worker.LeaseSeconds) * time.Second,
 		Drain:  time.Duration(a.cfg.Worker.DrainSeconds) * time.Second,
@@ -207,7 +168,8 @@ func (a *App) buildRuns() {
 // process migrates; the process is ready when Start returns nil.
 func (a *App) Start(ctx context.Context) error {
 	began := time.Now()
-	handler, err := httpapi.New(httpapi.Options{
+	var err error
+	opts := httpapi.Options{
 		Control: a.role.Control(), Health: a.Health, Log: a.log, Metrics: a.Metrics,
 		RequestBytes: a.cfg.Limits.RequestBytes,
 		Bodies: reqbody.Limits{
@@ -217,12 +179,19 @@ func (a *App) Start(ctx context.Context) error {
 			UnauthenticatedBytes:   a.cfg.Limits.UnauthenticatedBodyBytes,
 			UnauthenticatedBodies:  a.cfg.Limits.UnauthenticatedBodies,
 		},
-		Deps: httpapi.Deps{Config: a.cfg, Log: a.log, Pool: a.Pool, Keyring: a.Keyring, Auth: a.Auth, Redis: a.Redis,
-			Types: a.Types, ReplicaID: a.ReplicaID,
-			References: refs.Workspace{Types: a.Types, Connections: a.Connections,
-				Assets: asset.NewService(a.Pool, a.Store, a.cfg.Limits.AssetBytes, a.log)},
-			ObjectStore: a.Store},
-	})
+	}
+	if a.role.Control() {
+		opts.Services, opts.Pool, opts.Keyring = a.Services.api(), a.Pool, a.Keyring
+		opts.KeyRequestsPerMinute, opts.AssetBytes = a.cfg.Limits.APIRequestsPerKeyPerMinute, a.cfg.Limits.AssetBytes
+		if opts.Console, err = console.New(console.Deps{
+			Log: a.log, Sessions: a.Sessions, Invitations: a.Invitations, Clients: a.Clients,
+			PublicURL: a.cfg.Server.PublicURL, MailLinkTTL: time.Duration(a.cfg.Auth.MailLinkTTLSeconds) * time.Second,
+			Started: a.Health.Started,
+		}); err != nil {
+			return err
+		}
+	}
+	handler, err := httpapi.New(opts)
 	if err != nil {
 		return err
 	}
@@ -395,12 +364,11 @@ func (a *App) registerSweeps() {
 			return err
 		},
 	})
-	assets := asset.NewService(a.Pool, a.Store, a.cfg.Limits.AssetBytes, a.log)
 	a.Sweeps.Register(sweep.Sweep{
 		Name:     "purge_asset_uploads",
 		Interval: time.Duration(a.cfg.Control.ScanSeconds) * 12 * time.Second,
 		Run: func(ctx context.Context) error {
-			n, err := assets.PurgeStaleUploads(ctx, asset.StaleUploadAge)
+			n, err := a.Assets.PurgeStaleUploads(ctx, asset.StaleUploadAge)
 			if n > 0 {
 				a.log.Info("abandoned asset uploads purged", "count", n)
 			}
@@ -456,14 +424,14 @@ func (a *App) registerSweeps() {
 	a.Sweeps.Register(sweep.Sweep{
 		Name: "maintain_environments", Interval: envScan,
 		Run: func(ctx context.Context) error {
-			_, err := a.Environments.Maintain(ctx)
+			_, err := a.EnvironmentRuntime.Maintain(ctx)
 			return err
 		},
 	})
 	a.Sweeps.Register(sweep.Sweep{
 		Name: "renew_environments", Interval: envScan,
 		Run: func(ctx context.Context) error {
-			_, err := a.Environments.Renew(ctx, envhosted.Types())
+			_, err := a.EnvironmentRuntime.Renew(ctx, envhosted.Types())
 			return err
 		},
 	})
@@ -498,34 +466,13 @@ func (a *App) registerDeliverers() error {
 		return err
 	}
 	a.Outbox.Register(outbox.KindIdentityMail, mailer)
-	a.Outbox.Register(outbox.KindWebhook, webhook.NewDeliverer(a.Pool, a.Keyring, a.policy,
+	a.Outbox.Register(outbox.KindWebhook, webhook.NewDeliverer(a.Pool, a.Keyring, a.Policy,
 		webhook.WithConnectTimeout(time.Duration(a.cfg.Outbox.WebhookConnectTimeoutSeconds)*time.Second),
 		webhook.WithResponseTimeout(time.Duration(a.cfg.Outbox.WebhookResponseTimeoutSeconds)*time.Second)))
 	vendorTimeout := time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second
-	a.Outbox.Register(outbox.KindMemoryNamespacePurge, memory.NewPurger(a.Pool, a.Keyring, a.Types, a.policy, vendorTimeout))
+	a.Outbox.Register(outbox.KindMemoryNamespacePurge, memory.NewPurger(a.Pool, a.Keyring, a.Types, a.Policy, vendorTimeout))
 	a.Outbox.Register(outbox.KindCheckpointCleanup, checkpoint.NewCleaner(a.Store))
 	a.Outbox.Register(outbox.KindSubagentResult, run.NewSubagentResults(a.Pool))
-	return nil
-}
-
-// buildConnections builds the installed provider types and the connection
-// service that drives this process's connection authorizations: its vendor
-// calls follow the endpoint policy, each bounded by
-// providers.probe_timeout_seconds.
-func (a *App) buildConnections() error {
-	reg, err := types.New(types.Options{LocalEnabled: a.cfg.Environments.LocalEnabled})
-	if err != nil {
-		return err
-	}
-	policy, err := endpoint.NewPolicy(a.cfg.EndpointPolicy)
-	if err != nil {
-		return err
-	}
-	timeout := time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second
-	a.Types = reg
-	a.policy = policy
-	a.Connections = connection.NewService(a.Pool, a.Keyring, reg, connection.NewVendors(policy, timeout),
-		connection.Options{Owner: a.ReplicaID, Timeout: timeout, Log: a.log})
 	return nil
 }
 

@@ -11,40 +11,39 @@
 //   - forms work without JavaScript, and never echo a password back.
 //
 // The console must not import internal/httpapi (which registers it): it gets its
-// dependencies as Deps.
+// services, built by internal/app, as Deps.
 package console
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/svcdev/svc/internal/apperr"
-	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/invitation"
-	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/ratelimit"
 	"github.com/svcdev/svc/internal/reqbody"
 	"github.com/svcdev/svc/internal/session"
 )
 
-// Deps are what the console is built from.
+// Deps are what the console is built from: services internal/app built.
 type Deps struct {
-	Config  *config.Config
-	Log     *slog.Logger
-	Pool    *pgxpool.Pool
-	Keyring *keyring.Ring
-	Limiter *ratelimit.Limiter
-	// ForgetFunc drops cached API key lookups (auth.Authenticator.Forget), so
-	// that a membership gained by accepting an invitation applies at once.
-	ForgetFunc func()
+	Log         *slog.Logger
+	Sessions    *session.Service
+	Invitations *invitation.Service
+	// Clients tells the client address sign-in and acceptance attempts are
+	// counted against.
+	Clients *ratelimit.Clients
+	// PublicURL is server.public_url: cookies are Secure when it is https.
+	PublicURL string
+	// MailLinkTTL is how long a mailed link works (auth.mail_link_ttl_seconds),
+	// which the page that says one was sent tells.
+	MailLinkTTL time.Duration
 	// Started reports whether the process finished starting (the database is
 	// migrated and checked); until then pages answer 503.
 	Started func() bool
@@ -65,50 +64,20 @@ type Console struct {
 
 // New builds the console. It does not touch the database.
 func New(d Deps) (*Console, error) {
-	if d.Config == nil || d.Log == nil || d.Started == nil {
-		return nil, errors.New("console: config, log and started are required")
+	if d.Log == nil || d.Sessions == nil || d.Invitations == nil || d.Clients == nil || d.Started == nil {
+		return nil, errors.New("console: log, sessions, invitations, clients and started are required")
 	}
-	cfg := d.Config
-	public, err := url.Parse(cfg.Server.PublicURL)
+	public, err := url.Parse(d.PublicURL)
 	if err != nil {
 		return nil, errors.New("console: server.public_url is not a URL")
-	}
-	clients, err := ratelimit.NewClients(cfg.Server.TrustedProxies)
-	if err != nil {
-		return nil, fmt.Errorf("console: %w", err)
-	}
-	sessions, err := session.NewService(session.Options{
-		Pool: d.Pool, Keyring: d.Keyring, Limiter: d.Limiter, Log: d.Log,
-		PublicURL:                    cfg.Server.PublicURL,
-		SessionTTL:                   time.Duration(cfg.Auth.SessionTTLSeconds) * time.Second,
-		MailLinkTTL:                  time.Duration(cfg.Auth.MailLinkTTLSeconds) * time.Second,
-		PerAccountPerClientPerMinute: cfg.Limits.SignInPerAccountPerClientPerMinute,
-		PerAccountPerMinute:          cfg.Limits.SignInPerAccountPerMinute,
-		PerAddressPerMinute:          cfg.Limits.SignInPerAddressPerMinute,
-	})
-	if err != nil {
-		return nil, err
-	}
-	invitations, err := invitation.NewService(invitation.Options{
-		Pool: d.Pool, Keyring: d.Keyring, PublicURL: cfg.Server.PublicURL,
-		TTL: time.Duration(cfg.Auth.InvitationTTLSeconds) * time.Second, ForgetFunc: d.ForgetFunc,
-		ConfirmationTTL:                       time.Duration(cfg.Auth.InvitationConfirmationTTLSeconds) * time.Second,
-		Limiter:                               d.Limiter,
-		AcceptPerAddressPerMinute:             cfg.Limits.InvitationAcceptPerAddressPerMinute,
-		AcceptPerInvitationPerClientPerMinute: cfg.Limits.InvitationAcceptPerInvitationPerClientPerMinute,
-		AcceptPerInvitationPerMinute:          cfg.Limits.InvitationAcceptPerInvitationPerMinute,
-	})
-	if err != nil {
-		return nil, err
 	}
 	pg, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
 	return &Console{
-		log: d.Log, sessions: sessions, invitations: invitations, pages: pg, started: d.Started,
-		secure: public.Scheme == "https", clients: clients,
-		mailLinkTTL: time.Duration(cfg.Auth.MailLinkTTLSeconds) * time.Second,
+		log: d.Log, sessions: d.Sessions, invitations: d.Invitations, pages: pg, started: d.Started,
+		secure: public.Scheme == "https", clients: d.Clients, mailLinkTTL: d.MailLinkTTL,
 	}, nil
 }
 

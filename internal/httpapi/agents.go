@@ -2,32 +2,16 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/revision"
 )
 
 // AgentHandlers implements /api/v1/agents and its sub-resources.
 type AgentHandlers struct {
 	svc *agent.Service
-}
-
-// NewAgentHandlers builds the agent service. References to environment
-// templates, memories and connections go to deps.References (refs.None when
-// unset: those resources do not exist in this build).
-func NewAgentHandlers(deps Deps) (*AgentHandlers, error) {
-	if deps.Pool == nil || deps.Types == nil {
-		return nil, errors.New("agent handlers need the pool and the type registry")
-	}
-	ext := deps.References
-	if ext == nil {
-		ext = refs.None{}
-	}
-	return &AgentHandlers{svc: agent.NewService(deps.Pool, deps.Types, ext)}, nil
 }
 
 // ListAgents lists the agents of the key's workspace, newest first.

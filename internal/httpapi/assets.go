@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -19,14 +18,6 @@ import (
 // AssetHandlers implements /api/v1/assets and below.
 type AssetHandlers struct {
 	svc *asset.Service
-}
-
-// NewAssetHandlers builds the asset service over the object store.
-func NewAssetHandlers(deps Deps) (*AssetHandlers, error) {
-	if deps.Pool == nil || deps.ObjectStore == nil || deps.Config == nil {
-		return nil, errors.New("asset handlers need the pool, the object store and the configuration")
-	}
-	return &AssetHandlers{svc: asset.NewService(deps.Pool, deps.ObjectStore, deps.Config.Limits.AssetBytes, deps.Log)}, nil
 }
 
 // ListAssets lists the assets of the key's workspace, newest first.

@@ -2,36 +2,16 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/connection"
-	"github.com/svcdev/svc/internal/endpoint"
 )
 
 // ConnectionHandlers implements /api/v1/connections, its revoke and
 // authorizations, and /api/v1/connection-operations/{operation_id}.
 type ConnectionHandlers struct {
 	svc *connection.Service
-}
-
-// NewConnectionHandlers builds the connection service over the installed
-// connector types; the operations it starts name this process (Deps.ReplicaID)
-// as their owner, whose driver (started by the app) polls the vendor.
-func NewConnectionHandlers(deps Deps) (*ConnectionHandlers, error) {
-	if deps.Config == nil || deps.Pool == nil || deps.Keyring == nil || deps.Types == nil || deps.ReplicaID == "" {
-		return nil, errors.New("connection handlers need the configuration, the pool, the key ring, the type registry and the replica id")
-	}
-	policy, err := endpoint.NewPolicy(deps.Config.EndpointPolicy)
-	if err != nil {
-		return nil, err
-	}
-	timeout := time.Duration(deps.Config.Providers.ProbeTimeoutSeconds) * time.Second
-	svc := connection.NewService(deps.Pool, deps.Keyring, deps.Types, connection.NewVendors(policy, timeout),
-		connection.Options{Owner: deps.ReplicaID, Timeout: timeout, Log: deps.Log})
-	return &ConnectionHandlers{svc: svc}, nil
 }
 
 // ListConnections lists the connections of the key's workspace, newest first.

@@ -3,12 +3,10 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/webhook"
 )
 
@@ -16,16 +14,6 @@ import (
 // redelivery operations.
 type DeliveryHandlers struct {
 	svc *webhook.Service
-}
-
-// NewDeliveryHandlers builds the delivery service; views show the webhook
-// kind's max_attempts of the configuration.
-func NewDeliveryHandlers(deps Deps) (*DeliveryHandlers, error) {
-	if deps.Config == nil || deps.Pool == nil {
-		return nil, errors.New("delivery handlers need the configuration and the pool")
-	}
-	maxAttempts := deps.Config.Outbox.Policy(outbox.KindWebhook).MaxAttempts
-	return &DeliveryHandlers{svc: webhook.NewService(deps.Pool, maxAttempts)}, nil
 }
 
 // ListSubscriptionDeliveries lists a subscription's deliveries.

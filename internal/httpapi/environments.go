@@ -2,13 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 
 	"github.com/oapi-codegen/nullable"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/envdocker"
 	"github.com/svcdev/svc/internal/environment"
 	"github.com/svcdev/svc/internal/template"
 )
@@ -18,17 +16,6 @@ import (
 type EnvironmentHandlers struct {
 	templates    *template.Service
 	environments *environment.Service
-}
-
-// NewEnvironmentHandlers builds the template and environment services over
-// the installed provider types.
-func NewEnvironmentHandlers(deps Deps) (*EnvironmentHandlers, error) {
-	if deps.Config == nil || deps.Pool == nil || deps.Types == nil {
-		return nil, errors.New("environment handlers need the configuration, the pool and the type registry")
-	}
-	templates := template.NewService(deps.Pool, deps.Types)
-	templates.SetConfigCheck(envdocker.TypeID, dockerGuard(deps.Config).TemplateCheck)
-	return &EnvironmentHandlers{templates: templates, environments: environment.NewService(deps.Pool)}, nil
 }
 
 // ListEnvironmentTemplates lists the templates of the key's workspace.

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 
 	"github.com/oapi-codegen/nullable"
 
@@ -16,19 +15,6 @@ import (
 // workspaces, members, API keys and the audit trail.
 type IdentityHandlers struct {
 	svc *identity.Service
-}
-
-// NewIdentityHandlers builds the handlers. Changes that alter what a key may do
-// make the authenticator forget its cache, so this process applies them at once.
-func NewIdentityHandlers(deps Deps) (*IdentityHandlers, error) {
-	if deps.Pool == nil {
-		return nil, errors.New("identity handlers need a database pool")
-	}
-	var forget func()
-	if deps.Auth != nil {
-		forget = deps.Auth.Forget
-	}
-	return &IdentityHandlers{svc: identity.NewService(deps.Pool, forget)}, nil
 }
 
 // errNoBody guards the generated decoder's nil body; the validator refuses a

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	openapi_types "github.com/oapi-codegen/runtime/types"
@@ -19,36 +18,6 @@ type InvitationHandlers struct {
 	svc *invitation.Service
 	// clients tells the client address acceptance attempts are counted against.
 	clients *ratelimit.Clients
-}
-
-// NewInvitationHandlers builds the handlers and their service.
-func NewInvitationHandlers(deps Deps) (*InvitationHandlers, error) {
-	var forget func()
-	if deps.Auth != nil {
-		forget = deps.Auth.Forget
-	}
-	clients, err := ratelimit.NewClients(deps.Config.Server.TrustedProxies)
-	if err != nil {
-		return nil, err
-	}
-	lim := deps.Config.Limits
-	svc, err := invitation.NewService(invitation.Options{
-		Pool:            deps.Pool,
-		Keyring:         deps.Keyring,
-		PublicURL:       deps.Config.Server.PublicURL,
-		TTL:             time.Duration(deps.Config.Auth.InvitationTTLSeconds) * time.Second,
-		ConfirmationTTL: time.Duration(deps.Config.Auth.InvitationConfirmationTTLSeconds) * time.Second,
-		ForgetFunc:      forget,
-		Limiter:         ratelimit.New(deps.Redis, deps.Config.Redis.KeyPrefix, deps.Log),
-		// The console's acceptance form counts in the same buckets.
-		AcceptPerAddressPerMinute:             lim.InvitationAcceptPerAddressPerMinute,
-		AcceptPerInvitationPerClientPerMinute: lim.InvitationAcceptPerInvitationPerClientPerMinute,
-		AcceptPerInvitationPerMinute:          lim.InvitationAcceptPerInvitationPerMinute,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &InvitationHandlers{svc: svc, clients: clients}, nil
 }
 
 // CreateWorkspaceInvitation invites an address to the key's workspace.

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
@@ -12,14 +11,6 @@ import (
 // MemoryHandlers implements /api/v1/memories.
 type MemoryHandlers struct {
 	svc *memory.Service
-}
-
-// NewMemoryHandlers builds the memory service over the installed provider types.
-func NewMemoryHandlers(deps Deps) (*MemoryHandlers, error) {
-	if deps.Pool == nil || deps.Types == nil {
-		return nil, errors.New("memory handlers need the pool and the type registry")
-	}
-	return &MemoryHandlers{svc: memory.NewService(deps.Pool, deps.Types)}, nil
 }
 
 // ListMemories lists the memories of the key's workspace.

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/url"
 
 	"github.com/svcdev/svc/gen/api"
@@ -13,14 +12,6 @@ import (
 // ModelHandlers implements /api/v1/models and /api/v1/models/{key}.
 type ModelHandlers struct {
 	svc *model.Service
-}
-
-// NewModelHandlers builds the model service over the installed provider types.
-func NewModelHandlers(deps Deps) (*ModelHandlers, error) {
-	if deps.Pool == nil || deps.Types == nil {
-		return nil, errors.New("model handlers need the pool and the type registry")
-	}
-	return &ModelHandlers{svc: model.NewService(deps.Pool, deps.Types)}, nil
 }
 
 // ListModels lists the models of the key's workspace, newest first.

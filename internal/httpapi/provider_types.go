@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -21,14 +20,10 @@ type ProviderTypeHandlers struct {
 	lists map[string]providerTypeList
 }
 
-// NewProviderTypeHandlers marshals the answers for every kind once, from the
+// newProviderTypeHandlers marshals the answers for every kind once, from the
 // registry of installed types (the local environment type only when
 // environments.local_enabled is set).
-func NewProviderTypeHandlers(deps Deps) (*ProviderTypeHandlers, error) {
-	if deps.Types == nil {
-		return nil, errors.New("provider type handlers need the type registry")
-	}
-	reg := deps.Types
+func newProviderTypeHandlers(reg *types.Registry) (*ProviderTypeHandlers, error) {
 	h := &ProviderTypeHandlers{lists: make(map[string]providerTypeList, len(types.Kinds))}
 	for _, k := range types.Kinds {
 		body, err := json.Marshal(api.ProviderTypeList{Kind: api.ProviderKind(k), Items: mapAll(reg.List(k), toAPIProviderType)})

@@ -2,49 +2,21 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/oapi-codegen/nullable"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/config"
-	"github.com/svcdev/svc/internal/endpoint"
-	"github.com/svcdev/svc/internal/envdocker"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/secret"
 )
 
-// ProviderHandlers implements the five provider collections
 // (/api/v1/{model,web,environment,connector,memory}-providers). Each operation
 // is a thin adapter that calls the one provider service with its kind; the
 // per-kind methods are in providers_kinds.go.
 type ProviderHandlers struct {
 	svc *provider.Service
-}
-
-// NewProviderHandlers builds the provider service over the installed types and
-// the deployment's endpoint policy.
-func NewProviderHandlers(deps Deps) (*ProviderHandlers, error) {
-	if deps.Config == nil || deps.Pool == nil || deps.Keyring == nil || deps.Types == nil {
-		return nil, errors.New("provider handlers need the configuration, the pool, the key ring and the type registry")
-	}
-	policy, err := endpoint.NewPolicy(deps.Config.EndpointPolicy)
-	if err != nil {
-		return nil, err
-	}
-	prober := probe.New(policy, time.Duration(deps.Config.Providers.ProbeTimeoutSeconds)*time.Second)
-	svc := provider.NewService(deps.Pool, deps.Keyring, deps.Types, policy, prober)
-	svc.SetConfigCheck(envdocker.TypeID, dockerGuard(deps.Config).ProviderCheck)
-	return &ProviderHandlers{svc: svc}, nil
-}
-
-// dockerGuard is the operator's rule on docker networks and users.
-func dockerGuard(cfg *config.Config) envdocker.Guard {
-	return envdocker.Guard{Networks: cfg.Environments.DockerNetworks, AllowRoot: cfg.Environments.DockerAllowRoot}
 }
 
 // test sends the provider test and maps its result.

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/svcdev/svc/gen/api"
@@ -13,9 +15,8 @@ import (
 	"github.com/svcdev/svc/internal/console"
 	"github.com/svcdev/svc/internal/health"
 	"github.com/svcdev/svc/internal/idempotency"
+	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/metrics"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/ratelimit"
 	"github.com/svcdev/svc/internal/reqbody"
 	"github.com/svcdev/svc/internal/webui"
 )
@@ -23,7 +24,8 @@ import (
 // Options configures the HTTP handler of one process.
 type Options struct {
 	// Control serves the API, the contract, the API page and the console; without
-	// it (a worker) only the probes are served and every other path is 404.
+	// it (a worker) only the probes are served and every other path is 404, and
+	// the fields below Bodies are unused.
 	Control      bool
 	Health       *health.Checker
 	Log          *slog.Logger
@@ -31,8 +33,20 @@ type Options struct {
 	RequestBytes int64
 	// Bodies bounds how request bodies are read (package reqbody).
 	Bodies reqbody.Limits
-	// Deps build the domain handlers of control roles.
-	Deps Deps
+
+	// Services are the domain services the handlers call, built by internal/app.
+	Services Services
+	// Console serves the console's pages.
+	Console *console.Console
+	// Pool and Keyring keep the sealed responses the Idempotency-Key
+	// middleware replays.
+	Pool    *pgxpool.Pool
+	Keyring *keyring.Ring
+	// KeyRequestsPerMinute is limits.api_requests_per_key_per_minute.
+	KeyRequestsPerMinute int
+	// AssetBytes is limits.asset_bytes: no stored upload is longer, so a
+	// replayed one is hashed no further.
+	AssetBytes int64
 }
 
 // contract is the embedded OpenAPI document: served as JSON and used to validate
@@ -63,59 +77,17 @@ func New(opts Options) (*echo.Echo, error) {
 	guard := reqbody.NewGuard(opts.Bodies, opts.Metrics.UnauthenticatedBodies, opts.Metrics.UnauthenticatedBodiesRefused)
 	e.Use(requestID, observe(opts.Log, opts.Metrics), guardBodies(guard))
 
-	srv := &Server{Health: opts.Health}
 	if !opts.Control {
-		w := &api.ServerInterfaceWrapper{Handler: api.NewStrictHandler(srv, nil)}
+		w := &api.ServerInterfaceWrapper{Handler: api.NewStrictHandler(&Server{Health: opts.Health}, nil)}
 		e.GET("/healthz", w.GetHealth)
 		e.GET("/readyz", w.GetReadiness)
 		return e, nil
 	}
-	var err error
-	if opts.Deps.Types == nil {
-		if opts.Deps.Types, err = types.New(types.Options{LocalEnabled: opts.Deps.Config.Environments.LocalEnabled}); err != nil {
-			return nil, err
-		}
+	if opts.Console == nil || opts.Pool == nil || opts.Keyring == nil {
+		return nil, errors.New("httpapi: a control process needs the console, the pool and the key ring")
 	}
-	if srv.IdentityHandlers, err = NewIdentityHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.InvitationHandlers, err = NewInvitationHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.ProviderTypeHandlers, err = NewProviderTypeHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.ProviderHandlers, err = NewProviderHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.ModelHandlers, err = NewModelHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.AgentHandlers, err = NewAgentHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.SkillHandlers, err = NewSkillHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.ConnectionHandlers, err = NewConnectionHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.EnvironmentHandlers, err = NewEnvironmentHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.MemoryHandlers, err = NewMemoryHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.SubscriptionHandlers, err = NewSubscriptionHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.DeliveryHandlers, err = NewDeliveryHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.AssetHandlers, err = NewAssetHandlers(opts.Deps); err != nil {
-		return nil, err
-	}
-	if srv.RunHandlers, err = NewRunHandlers(opts.Deps, func() bool { return !opts.Health.Started() }); err != nil {
+	srv, err := newServer(opts.Health, opts.Log, opts.Services)
+	if err != nil {
 		return nil, err
 	}
 	handlers := api.NewStrictHandler(srv, []api.StrictMiddlewareFunc{srv.InvitationHandlers.withClientAddr})
@@ -124,18 +96,16 @@ func New(opts Options) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := opts.Deps
-	limiter := ratelimit.New(d.Redis, d.Config.Redis.KeyPrefix, opts.Log)
-	keyLimit := keyRateLimit{Limiter: limiter, PerMinute: d.Config.Limits.APIRequestsPerKeyPerMinute}
+	keyLimit := keyRateLimit{Limiter: opts.Services.Limiter, PerMinute: opts.KeyRequestsPerMinute}
 	binary := binaryOperations(c.doc)
 	// Authentication comes before anything reads a body: a request without
 	// a valid key is answered from its headers, its body unread.
-	e.Use(readyGate(opts.Health.Started), authenticateFirst(keyedOperations(c.doc), d.Auth, keyLimit),
+	e.Use(readyGate(opts.Health.Started), authenticateFirst(keyedOperations(c.doc), opts.Services.Auth, keyLimit),
 		jsonBody(opts.RequestBytes, binary), streamBodies(binary, requestValidator(c.doc, authenticated)), unknownQuery(declaredQueryParams(c.doc)))
 	e.Use(idempotency.Middleware(idempotency.Config{
-		Contract: c.doc, Pool: d.Pool, Keyring: d.Keyring, Log: opts.Log,
+		Contract: c.doc, Pool: opts.Pool, Keyring: opts.Keyring, Log: opts.Log,
 		Streamed:      func(c echo.Context) bool { return binary.of(c) == binaryRequest },
-		StreamedLimit: d.Config.Limits.AssetBytes,
+		StreamedLimit: opts.AssetBytes,
 	}))
 	api.RegisterHandlers(e, handlers)
 	e.GET("/api/v1/openapi.json", func(ec echo.Context) error {
@@ -143,13 +113,6 @@ func New(opts Options) (*echo.Echo, error) {
 	})
 	e.GET("/api/v1/docs", webui.DocsPage)
 	e.GET("/api/v1/docs/assets/:name", webui.DocsAsset)
-	cons, err := console.New(console.Deps{
-		Config: d.Config, Log: opts.Log, Pool: d.Pool, Keyring: d.Keyring, Limiter: limiter,
-		ForgetFunc: d.Auth.Forget, Started: opts.Health.Started,
-	})
-	if err != nil {
-		return nil, err
-	}
-	cons.Register(e)
+	opts.Console.Register(e)
 	return e, nil
 }

@@ -2,17 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/oapi-codegen/nullable"
 
 	"github.com/svcdev/svc/gen/api"
-	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/run"
-	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/stream"
 )
 
@@ -22,25 +18,6 @@ type RunHandlers struct {
 	svc *run.Service
 	hub *stream.Hub
 	log *slog.Logger
-}
-
-// NewRunHandlers builds the run service, publishing committed events to the
-// threads' live tails in Redis, and the hub that streams them. stopping
-// reports that the process is shutting down (open streams then end).
-func NewRunHandlers(deps Deps, stopping func() bool) (*RunHandlers, error) {
-	if deps.Config == nil || deps.Pool == nil || deps.Types == nil || deps.Redis == nil || deps.Log == nil {
-		return nil, errors.New("run handlers need the configuration, the pool, the type registry, Redis and the logger")
-	}
-	ext := deps.References
-	if ext == nil {
-		ext = refs.None{}
-	}
-	prefix := deps.Config.Redis.KeyPrefix
-	svc := run.NewService(deps.Pool, agent.NewService(deps.Pool, deps.Types, ext), skill.NewService(deps.Pool, ext), deps.Types,
-		run.Options{MaxAttempts: deps.Config.Worker.MaxAttempts, MaxRunning: deps.Config.Worker.WorkspaceMaxRunning,
-			MaxWaitingRuns: deps.Config.Limits.WorkspaceMaxWaitingRuns, Publisher: stream.NewPublisher(deps.Redis, prefix, deps.Log)})
-	hub := stream.NewHub(deps.Redis, prefix, svc.EventsAfter, deps.Log, stream.Options{Stopping: stopping})
-	return &RunHandlers{svc: svc, hub: hub, log: deps.Log}, nil
 }
 
 // ListRuns lists the workspace's runs, newest first.

@@ -2,11 +2,9 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/skill"
 )
@@ -14,19 +12,6 @@ import (
 // SkillHandlers implements /api/v1/skills and its sub-resources.
 type SkillHandlers struct {
 	svc *skill.Service
-}
-
-// NewSkillHandlers builds the skill service. Package assets are checked by
-// deps.References (refs.None when unset: assets do not exist in this build).
-func NewSkillHandlers(deps Deps) (*SkillHandlers, error) {
-	if deps.Pool == nil {
-		return nil, errors.New("skill handlers need the pool")
-	}
-	ext := deps.References
-	if ext == nil {
-		ext = refs.None{}
-	}
-	return &SkillHandlers{svc: skill.NewService(deps.Pool, ext)}, nil
 }
 
 // ListSkills lists the skills of the key's workspace, newest first.

@@ -2,31 +2,15 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/subscription"
 )
 
 // SubscriptionHandlers implements /api/v1/subscriptions.
 type SubscriptionHandlers struct {
 	svc *subscription.Service
-}
-
-// NewSubscriptionHandlers builds the subscription service over the key ring
-// and the deployment's endpoint policy.
-func NewSubscriptionHandlers(deps Deps) (*SubscriptionHandlers, error) {
-	if deps.Config == nil || deps.Pool == nil || deps.Keyring == nil {
-		return nil, errors.New("subscription handlers need the configuration, the pool and the key ring")
-	}
-	policy, err := endpoint.NewPolicy(deps.Config.EndpointPolicy)
-	if err != nil {
-		return nil, err
-	}
-	svc := subscription.NewService(deps.Pool, deps.Keyring, policy, subscription.WithMaxPerWorkspace(deps.Config.Limits.SubscriptionsPerWorkspace))
-	return &SubscriptionHandlers{svc: svc}, nil
 }
 
 // ListSubscriptions lists the subscriptions of the key's workspace.

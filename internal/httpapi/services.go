@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/svcdev/svc/internal/agent"
+	"github.com/svcdev/svc/internal/asset"
+	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/connection"
+	"github.com/svcdev/svc/internal/environment"
+	"github.com/svcdev/svc/internal/identity"
+	"github.com/svcdev/svc/internal/invitation"
+	"github.com/svcdev/svc/internal/memory"
+	"github.com/svcdev/svc/internal/model"
+	"github.com/svcdev/svc/internal/provider"
+	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/ratelimit"
+	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/stream"
+	"github.com/svcdev/svc/internal/subscription"
+	"github.com/svcdev/svc/internal/template"
+	"github.com/svcdev/svc/internal/webhook"
+)
+
+// Services are the domain services the API calls. internal/app builds each
+// of them once and hands them over finished; httpapi builds none
+// (docs/decisions/0045-composition-root.md). Every field is required.
+type Services struct {
+	// Auth resolves API keys; Limiter counts their rate limits.
+	Auth    *auth.Authenticator
+	Limiter *ratelimit.Limiter
+	// Clients tells the client address invitation acceptances are counted
+	// against.
+	Clients *ratelimit.Clients
+	// Types is the registry of installed provider types.
+	Types *types.Registry
+
+	Identity      *identity.Service
+	Invitations   *invitation.Service
+	Providers     *provider.Service
+	Models        *model.Service
+	Memories      *memory.Service
+	Templates     *template.Service
+	Environments  *environment.Service
+	Connections   *connection.Service
+	Assets        *asset.Service
+	Agents        *agent.Service
+	Skills        *skill.Service
+	Subscriptions *subscription.Service
+	Deliveries    *webhook.Service
+	Runs          *run.Service
+	// Events streams the threads' events to live readers.
+	Events *stream.Hub
+}
+
+// check refuses services with a field left unset, naming every one.
+func (s Services) check() error {
+	v := reflect.ValueOf(s)
+	var missing []string
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			missing = append(missing, v.Type().Field(i).Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("httpapi: services not set: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
