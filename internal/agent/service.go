@@ -35,7 +35,8 @@ func NewService(pool *pgxpool.Pool, reg *types.Registry, ext refs.External) *Ser
 }
 
 // RequireRunnable is what starting a run checks, in the run's own transaction
-// q: the agent exists in the workspace and is not archived (archived agents
+// q: the agent exists in the workspace (else 404 naming agent_id) and is not
+// archived (archived agents
 // start no new runs: 409 conflict), and the revision to pin is revisionID
 // when given (it must be one of the agent's: else 404 naming revision_id) or
 // the default revision. The agent row is locked FOR SHARE until q ends, so a

@@ -157,9 +157,13 @@ func (s *Service[C]) GetRevision(ctx context.Context, c *auth.Caller, headID, re
 // pinned revisionID when given (it must belong to the head), else the default
 // revision. The head is locked FOR SHARE, so a concurrent archive is either
 // seen or waits until the caller's transaction ends. An archived head is 409
-// conflict; an absent one, or one of another workspace, 404.
+// conflict; an absent one, or one of another workspace, 404 naming the field
+// <kind>_id (agent_id), and an absent pinned revision 404 naming revision_id.
 func (s *Service[C]) Runnable(ctx context.Context, q db.DBTX, workspaceID, headID string, revisionID *string) (Revision[C], error) {
 	head, err := s.q.HeadGetForShare(ctx, q, db.HeadGetForShareParams{WorkspaceID: workspaceID, Kind: string(s.kind), ID: headID})
+	if dbx.IsNotFound(err) {
+		return Revision[C]{}, apperr.NotFoundField(string(s.kind)+" not found", string(s.kind)+"_id", "no "+string(s.kind)+" with this id in the workspace")
+	}
 	if err != nil {
 		return Revision[C]{}, s.translate(err)
 	}
