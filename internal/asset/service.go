@@ -92,7 +92,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (A
 	}
 	a, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Asset, error) {
 		if _, err := s.q.AssetUploadFinish(ctx, tx, db.AssetUploadFinishParams{ID: assetID, WorkspaceID: c.WorkspaceID}); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
+			if dbx.IsNotFound(err) {
 				return Asset{}, apperr.Unavailable("the upload took too long and was discarded; upload again", err)
 			}
 			return Asset{}, dbx.Translate(err, "asset upload")

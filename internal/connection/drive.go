@@ -79,7 +79,7 @@ func (s *Service) Drive(ctx context.Context) error {
 // answer. A transient vendor failure leaves it pending for the next pass.
 func (s *Service) driveOne(ctx context.Context, operationID string) error {
 	t, err := s.q.ConnectionOperationTarget(ctx, s.pool, operationID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return nil // settled meanwhile
 	}
 	if err != nil {

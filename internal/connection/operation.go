@@ -206,7 +206,7 @@ func (s *Service) advance(ctx context.Context, op db.ConnectionOperation, p Prog
 		}
 		redirect := p.RedirectURL
 		_, err = s.q.ConnectionOperationBegun(ctx, s.pool, db.ConnectionOperationBegunParams{ID: op.ID, RedirectUrl: &redirect, VendorState: state})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return nil
 		}
 		return dbx.Translate(err, "connection operation")
@@ -225,7 +225,7 @@ func (s *Service) settle(ctx context.Context, operationID string, status Status,
 	}
 	return dbx.WithTx(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) error {
 		row, err := s.q.ConnectionOperationSettle(ctx, tx, db.ConnectionOperationSettleParams{ID: operationID, Status: string(status), Error: &msg})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
@@ -250,7 +250,7 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 		// these outcomes do not change by asking the vendor again.
 		fail := func(reason string) error {
 			row, err := s.q.ConnectionOperationSettle(ctx, tx, db.ConnectionOperationSettleParams{ID: op.ID, Status: string(StatusFailed), Error: &reason})
-			if errors.Is(err, pgx.ErrNoRows) {
+			if dbx.IsNotFound(err) {
 				return nil
 			}
 			if err != nil {
@@ -273,7 +273,7 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 			return fail("the vendor reported a connected account svc cannot use")
 		}
 		settled, err := s.q.ConnectionOperationSettle(ctx, tx, db.ConnectionOperationSettleParams{ID: op.ID, Status: string(StatusSucceeded)})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,7 +95,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, c *auth.Caller, in CreateAPI
 			ID: id.New(id.APIKey), WorkspaceID: c.WorkspaceID, PrincipalID: c.PrincipalID, Name: in.Name, Role: in.Role,
 			TokenHash: token.Hash, Prefix: token.Prefix, ExpiresAt: expires, CreatedByID: c.PrincipalID,
 		})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return CreatedAPIKey{}, errExpiryInPast
 		}
 		if err != nil {

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -193,7 +192,7 @@ func (s *Service) lockMember(ctx context.Context, tx pgx.Tx, workspaceID, princi
 func (s *Service) keepOrganizationAdmin(ctx context.Context, tx pgx.Tx, organizationID, principalID string) error {
 	role, err := s.q.OrganizationMemberRoleGet(ctx, tx, db.OrganizationMemberRoleGetParams{OrganizationID: organizationID, PrincipalID: principalID})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		return nil
 	case err != nil:
 		return dbx.Translate(err, "organization member")

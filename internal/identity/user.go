@@ -41,7 +41,7 @@ func SetUserDisabled(ctx context.Context, pool *pgxpool.Pool, email string, disa
 	q := db.New()
 	return dbx.WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (UserState, error) {
 		u, err := q.UserGetByEmailForUpdate(ctx, tx, email)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return UserState{}, fmt.Errorf("%w: %s", ErrUserNotFound, email)
 		}
 		if err != nil {

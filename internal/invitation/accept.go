@@ -171,7 +171,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, inv db.Invitation, expi
 			return AcceptResult{}, ErrAccountDisabled
 		}
 		res.UserID, res.PrincipalID = acct.ID, acct.PrincipalID
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		if pwHash == nil {
 			// The first look saw an account that is gone now; accounts are never
 			// deleted, so this needs a retry at most.

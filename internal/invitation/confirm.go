@@ -3,7 +3,6 @@ package invitation
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -133,7 +132,7 @@ func (s *Service) CheckConfirmation(ctx context.Context, token string) (Preview,
 		return Preview{}, ErrConfirmationUnknown
 	}
 	row, err := s.q.InvitationConfirmationGetByTokenHash(ctx, s.pool, hashToken(token))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return Preview{}, ErrConfirmationUnknown
 	}
 	if err != nil {
@@ -167,7 +166,7 @@ func (s *Service) Confirm(ctx context.Context, token string) (AcceptResult, erro
 	}
 	res, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (AcceptResult, error) {
 		c, err := s.q.InvitationConfirmationTake(ctx, tx, hashToken(token))
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return AcceptResult{}, ErrConfirmationUnknown
 		}
 		if err != nil {

@@ -100,7 +100,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Created, error) {
 			if invitee.IsMember {
 				return Created{}, errAlreadyMember(in.Target.kind())
 			}
-		case !errors.Is(err, pgx.ErrNoRows):
+		case !dbx.IsNotFound(err):
 			return Created{}, dbx.Translate(err, "user")
 		}
 		row, err := s.q.InvitationInsert(ctx, tx, db.InvitationInsertParams{

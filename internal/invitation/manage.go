@@ -2,7 +2,6 @@ package invitation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -135,7 +134,7 @@ func visibility(c *auth.Caller, invitationID string) visibleParams {
 
 // notFound maps a missed lookup to ErrNotFound, and anything else once.
 func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return ErrNotFound
 	}
 	return dbx.Translate(err, "invitation")

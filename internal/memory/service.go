@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -197,7 +196,7 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, memoryID string, i
 		case err == nil:
 			return apperr.New(apperr.KindConflict, fmt.Sprintf(
 				"agent %s (revision %d) uses the memory, and a thread may still run that revision; archive the agent first", used.AgentID, used.Number))
-		case !errors.Is(err, pgx.ErrNoRows):
+		case !dbx.IsNotFound(err):
 			return dbx.Translate(err, "memory")
 		}
 		switch Kind(row.Kind) {

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -73,7 +72,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, in ResetRequestInput
 		return err
 	}
 	user, err := s.q.UserGetByEmail(ctx, s.o.Pool, email)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -200,7 +199,7 @@ func (s *Service) ResetPassword(ctx context.Context, in ResetPasswordInput) erro
 }
 
 func linkErr(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return ErrLinkUnknown
 	}
 	return dbx.Translate(err, "mail link")

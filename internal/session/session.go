@@ -152,7 +152,7 @@ func (s *Service) SignIn(ctx context.Context, in SignInInput) (Created, error) {
 	}
 	user, err := s.q.UserGetByEmail(ctx, s.o.Pool, email)
 	found := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	if err != nil && !dbx.IsNotFound(err) {
 		return Created{}, dbx.Translate(err, "user")
 	}
 	hash := dummyHash
@@ -231,7 +231,7 @@ func (s *Service) Resolve(ctx context.Context, token string) (Session, error) {
 		return Session{}, ErrNoSession
 	}
 	row, err := s.q.LoginSessionResolve(ctx, s.o.Pool, hashSecret(token))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return Session{}, ErrNoSession
 	}
 	if err != nil {
