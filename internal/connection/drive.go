@@ -179,7 +179,7 @@ func (s *Service) expireDue(ctx context.Context, abandoned bool) (int, error) {
 				Error: "the user did not complete the authorization before its deadline",
 			})
 			if err != nil {
-				return 0, dbx.Translate(err, "connection operation")
+				return 0, err
 			}
 			for _, r := range rows {
 				if err := recordOperation(ctx, tx, "", "", "connection_operation.expired", r, []string{"error", "status"}); err != nil {

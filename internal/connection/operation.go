@@ -154,7 +154,7 @@ func (s *Service) startTx(ctx context.Context, tx pgx.Tx, c *auth.Caller, connec
 		LeaseSeconds: s.opts.OwnerLease.Seconds(), TtlSeconds: s.opts.AuthorizationTTL.Seconds(), CreatedByID: c.PrincipalID,
 	})
 	if err != nil {
-		return started{}, dbx.Translate(err, "connection operation")
+		return started{}, err
 	}
 	if err := recordOperation(ctx, tx, c.OrganizationID, c.PrincipalID, "connection_operation.created", op, []string{"connection_id", "status"}); err != nil {
 		return started{}, err
@@ -229,7 +229,7 @@ func (s *Service) settle(ctx context.Context, operationID string, status Status,
 			return nil
 		}
 		if err != nil {
-			return dbx.Translate(err, "connection operation")
+			return err
 		}
 		return recordOperation(ctx, tx, "", "", "connection_operation."+string(status), row, []string{"error", "status"})
 	})
@@ -254,7 +254,7 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 				return nil
 			}
 			if err != nil {
-				return dbx.Translate(err, "connection operation")
+				return err
 			}
 			return recordOperation(ctx, tx, "", "", "connection_operation.failed", row, []string{"error", "status"})
 		}
@@ -277,7 +277,7 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 			return nil
 		}
 		if err != nil {
-			return dbx.Translate(err, "connection operation")
+			return err
 		}
 		cred, err := secret.Seal(s.ring, conn.ID, p.Credential)
 		if err != nil {
@@ -293,7 +293,7 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 			Enabled: conn.Enabled, UpdatedByID: op.CreatedByID,
 		})
 		if err != nil {
-			return dbx.Translate(err, "connection")
+			return err
 		}
 		if err := s.record(ctx, tx, "", op.CreatedByID, "connection.authorized", conn, sorted(fields)); err != nil {
 			return err
@@ -307,7 +307,7 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 func (s *Service) failPending(ctx context.Context, tx pgx.Tx, organizationID, actorID, connectionID, reason string) error {
 	rows, err := s.q.ConnectionOperationFailPending(ctx, tx, db.ConnectionOperationFailPendingParams{ConnectionID: connectionID, Error: &reason})
 	if err != nil {
-		return dbx.Translate(err, "connection operation")
+		return err
 	}
 	for _, r := range rows {
 		if err := recordOperation(ctx, tx, organizationID, actorID, "connection_operation.failed", r, []string{"error", "status"}); err != nil {
@@ -321,9 +321,8 @@ func (s *Service) failPending(ctx context.Context, tx pgx.Tx, organizationID, ac
 // is empty for the changes the service makes on its own (a vendor's answer, a
 // sweep).
 func recordOperation(ctx context.Context, tx pgx.Tx, organizationID, actorID, action string, row db.ConnectionOperation, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: organizationID, WorkspaceID: row.WorkspaceID, ActorID: actorID, Action: action,
 		SubjectType: "connection_operation", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }

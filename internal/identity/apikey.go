@@ -99,7 +99,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, c *auth.Caller, in CreateAPI
 			return CreatedAPIKey{}, errExpiryInPast
 		}
 		if err != nil {
-			return CreatedAPIKey{}, dbx.Translate(err, "api key")
+			return CreatedAPIKey{}, err
 		}
 		fields := []string{"name", "role"}
 		if expires != nil {
@@ -109,7 +109,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, c *auth.Caller, in CreateAPI
 			OrganizationID: c.OrganizationID, WorkspaceID: c.WorkspaceID, ActorID: c.PrincipalID,
 			Action: "api_key.created", SubjectType: "api_key", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 		}); err != nil {
-			return CreatedAPIKey{}, dbx.Translate(err, "audit event")
+			return CreatedAPIKey{}, err
 		}
 		return CreatedAPIKey{APIKey: apiKeyOf(row), Token: token.Secret}, nil
 	})
@@ -160,7 +160,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, c *auth.Caller, in RevokeAPI
 		}
 		row, err = s.q.APIKeyRevoke(ctx, tx, row.ID)
 		if err != nil {
-			return APIKey{}, dbx.Translate(err, "api key")
+			return APIKey{}, err
 		}
 		changed = true
 		return apiKeyOf(row), audit.Record(ctx, tx, audit.Event{

@@ -75,7 +75,7 @@ func (s *Service) mailConfirmation(ctx context.Context, inv db.Invitation, pwHas
 			DisplayName: displayName, TtlSeconds: s.confirmTTL.Seconds(),
 		})
 		if err != nil {
-			return dbx.Translate(err, "invitation confirmation")
+			return err
 		}
 		return s.enqueueConfirmationMail(ctx, tx, ConfirmationMailTemplate, inv, row.ID, link, row.ExpiresAt)
 	})
@@ -119,7 +119,7 @@ func (s *Service) enqueueConfirmationMail(ctx context.Context, tx pgx.Tx, templa
 	if _, err := outbox.Enqueue(ctx, tx, outbox.Delivery{
 		Kind: outbox.KindIdentityMail, WorkspaceID: deref(inv.WorkspaceID), Payload: payload, Sealed: sealed,
 	}); err != nil {
-		return dbx.Translate(err, "")
+		return err
 	}
 	return nil
 }
@@ -170,7 +170,7 @@ func (s *Service) Confirm(ctx context.Context, token string) (AcceptResult, erro
 			return AcceptResult{}, ErrConfirmationUnknown
 		}
 		if err != nil {
-			return AcceptResult{}, dbx.Translate(err, "invitation confirmation")
+			return AcceptResult{}, err
 		}
 		cur, err := s.q.InvitationGetByIDForUpdate(ctx, tx, c.InvitationID)
 		if err != nil {

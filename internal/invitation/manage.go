@@ -102,7 +102,7 @@ func (s *Service) Revoke(ctx context.Context, in RevokeInput) (Invitation, error
 		}
 		row, err = s.q.InvitationRevoke(ctx, tx, row.ID)
 		if err != nil {
-			return Invitation{}, dbx.Translate(err, "invitation")
+			return Invitation{}, err
 		}
 		if err := audit.Record(ctx, tx, audit.Event{
 			OrganizationID: row.OrganizationID, WorkspaceID: deref(row.WorkspaceID), ActorID: in.Caller.PrincipalID,

@@ -69,7 +69,7 @@ func (s *Service[C]) Publish(ctx context.Context, c *auth.Caller, in PublishInpu
 		hash := ContentHash(canonical)
 		def, err := s.q.RevisionGetOfHead(ctx, tx, db.RevisionGetOfHeadParams{HeadID: head.ID, ID: head.DefaultRevisionID})
 		if err != nil {
-			return Published[C]{}, dbx.Translate(err, "revision")
+			return Published[C]{}, err
 		}
 		if def.ContentHash == hash {
 			r, err := revisionOf[C](def)
@@ -83,7 +83,7 @@ func (s *Service[C]) Publish(ctx context.Context, c *auth.Caller, in PublishInpu
 			ID: id.New(RevisionPrefix), HeadID: head.ID, Number: number, Config: canonical, ContentHash: hash, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Published[C]{}, dbx.Translate(err, "revision")
+			return Published[C]{}, err
 		}
 		fields := []string{"latest_revision_number"}
 		defaultID := head.DefaultRevisionID
@@ -94,7 +94,7 @@ func (s *Service[C]) Publish(ctx context.Context, c *auth.Caller, in PublishInpu
 			ID: head.ID, LatestRevisionNumber: number, DefaultRevisionID: defaultID, UpdatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Published[C]{}, dbx.Translate(err, string(s.kind))
+			return Published[C]{}, err
 		}
 		if err := s.record(ctx, tx, c, "revision_published", head, fields); err != nil {
 			return Published[C]{}, err
@@ -176,7 +176,7 @@ func (s *Service[C]) Runnable(ctx context.Context, q db.DBTX, workspaceID, headI
 	}
 	row, err := s.q.RevisionGetOfHead(ctx, q, db.RevisionGetOfHeadParams{HeadID: head.ID, ID: want})
 	if err != nil {
-		return Revision[C]{}, refNotFound(dbx.Translate(err, "revision"), "revision_id", "no revision with this id belongs to this "+string(s.kind))
+		return Revision[C]{}, refNotFound(err, "revision_id", "no revision with this id belongs to this "+string(s.kind))
 	}
 	return revisionOf[C](row)
 }

@@ -178,14 +178,14 @@ func (s *Service) SignIn(ctx context.Context, in SignInInput) (Created, error) {
 	return dbx.WithTxV(ctx, s.o.Pool, func(ctx context.Context, tx pgx.Tx) (Created, error) {
 		if WellFormed(in.PreviousToken) {
 			if err := s.q.LoginSessionRevokeByHash(ctx, tx, hashSecret(in.PreviousToken)); err != nil {
-				return Created{}, dbx.Translate(err, "session")
+				return Created{}, err
 			}
 		}
 		row, err := s.q.LoginSessionInsert(ctx, tx, db.LoginSessionInsertParams{
 			ID: id.New(id.Session), UserID: user.ID, TokenHash: tokenHash, TtlSeconds: seconds(s.o.SessionTTL),
 		})
 		if err != nil {
-			return Created{}, dbx.Translate(err, "session")
+			return Created{}, err
 		}
 		return Created{Token: token, ExpiresAt: row.ExpiresAt}, nil
 	})
