@@ -3,15 +3,13 @@ package contool
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/secret"
 )
@@ -38,7 +36,7 @@ type target struct {
 // checks that the connection may be used now.
 func (t *Toolset) load(ctx context.Context, workspaceID, connectionID string) (target, error) {
 	row, err := t.q.ConnectionToolTarget(ctx, t.d.Pool, db.ConnectionToolTargetParams{WorkspaceID: workspaceID, ID: connectionID})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return target{}, &Error{ConnectionID: connectionID, Code: CodeNotFound, Msg: "no connection with this id in the workspace"}
 	}
 	if err != nil {

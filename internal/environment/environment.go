@@ -153,14 +153,13 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, envID string, ifMa
 		}
 		row, err = s.q.EnvironmentSetStatus(ctx, tx, db.EnvironmentSetStatusParams{ID: row.ID, Status: string(StatusDeleting), UpdatedByID: c.PrincipalID})
 		if err != nil {
-			return dbx.Translate(err, "environment")
+			return err
 		}
-		err = audit.Record(ctx, tx, audit.Event{
+		return audit.Record(ctx, tx, audit.Event{
 			OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
 			Action: "environment.deleted", SubjectType: "environment", SubjectID: row.ID, Version: &row.Version,
 			ChangedFields: []string{"status"},
 		})
-		return dbx.Translate(err, "audit event")
 	})
 }
 

@@ -2,7 +2,6 @@ package invitation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -103,7 +102,7 @@ func (s *Service) Revoke(ctx context.Context, in RevokeInput) (Invitation, error
 		}
 		row, err = s.q.InvitationRevoke(ctx, tx, row.ID)
 		if err != nil {
-			return Invitation{}, dbx.Translate(err, "invitation")
+			return Invitation{}, err
 		}
 		if err := audit.Record(ctx, tx, audit.Event{
 			OrganizationID: row.OrganizationID, WorkspaceID: deref(row.WorkspaceID), ActorID: in.Caller.PrincipalID,
@@ -135,7 +134,7 @@ func visibility(c *auth.Caller, invitationID string) visibleParams {
 
 // notFound maps a missed lookup to ErrNotFound, and anything else once.
 func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return ErrNotFound
 	}
 	return dbx.Translate(err, "invitation")

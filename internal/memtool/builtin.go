@@ -2,13 +2,11 @@ package memtool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 )
 
 // builtinStore keeps a builtin memory's records in memory_record, every query
@@ -32,7 +30,7 @@ func (s *builtinStore) write(ctx context.Context, rec Record) error {
 func (s *builtinStore) read(ctx context.Context, id string) (Record, bool, error) {
 	row, err := s.ts.q.MemoryRecordGet(ctx, s.ts.pool, db.MemoryRecordGetParams{WorkspaceID: s.workspaceID, MemoryID: s.memoryID, ID: id})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		return Record{}, false, nil
 	case err != nil:
 		return Record{}, false, fmt.Errorf("memtool: read record %s of memory %s: %w", id, s.memoryID, err)

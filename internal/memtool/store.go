@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/secret"
@@ -50,7 +49,7 @@ func refusef(format string, args ...any) error {
 func (t *Toolset) open(ctx context.Context, workspaceID string, m memoryInfo) (store, error) {
 	row, err := t.q.MemoryToolTarget(ctx, t.pool, db.MemoryToolTargetParams{WorkspaceID: workspaceID, ID: m.ID})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		return nil, refusef("memory %s does not exist (it was deleted, or is not of this workspace)", m.ID)
 	case err != nil:
 		return nil, fmt.Errorf("memtool: read memory %s: %w", m.ID, err)

@@ -34,13 +34,11 @@ func ForUse(ctx context.Context, tx pgx.Tx, reg *types.Registry, workspaceID, pr
 // keeps its provider, say).
 func Lookup(ctx context.Context, tx pgx.Tx, reg *types.Registry, workspaceID, providerID string, k types.Kind, field string, newUse bool) (types.Type, error) {
 	row, err := db.New().ProviderForUse(ctx, tx, db.ProviderForUseParams{WorkspaceID: workspaceID, ID: providerID})
+	if dbx.IsNotFound(err) {
+		return types.Type{}, apperr.NotFoundField("provider not found", field, fmt.Sprintf("no %s provider with this id in the workspace", k))
+	}
 	if err != nil {
-		err = dbx.Translate(err, "provider")
-		if apperr.KindOf(err) == apperr.KindNotFound {
-			return types.Type{}, &apperr.Error{Kind: apperr.KindNotFound, Msg: "provider not found",
-				Details: []apperr.Detail{{Field: field, Reason: fmt.Sprintf("no %s provider with this id in the workspace", k)}}}
-		}
-		return types.Type{}, err
+		return types.Type{}, dbx.Translate(err, "provider")
 	}
 	if row.Kind != string(k) {
 		return types.Type{}, apperr.InvalidField(field, fmt.Sprintf("is a %s provider, not a %s provider", row.Kind, k))

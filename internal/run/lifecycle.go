@@ -123,12 +123,10 @@ func (l *lifecycle) startRun(ctx context.Context, tx pgx.Tx, th db.Thread, in db
 func (l *lifecycle) modelUsable(ctx context.Context, tx pgx.Tx, workspaceID, key string) error {
 	m, err := l.q.ModelGet(ctx, tx, db.ModelGetParams{WorkspaceID: workspaceID, Key: key})
 	if err != nil {
-		err = dbx.Translate(err, "model")
-		if apperr.KindOf(err) == apperr.KindNotFound {
-			return &apperr.Error{Kind: apperr.KindNotFound, Msg: "model not found",
-				Details: []apperr.Detail{{Field: "model", Reason: fmt.Sprintf("the agent's model %q does not exist in the workspace", key)}}}
+		if dbx.IsNotFound(err) {
+			return apperr.NotFoundField("model not found", "model", fmt.Sprintf("the agent's model %q does not exist in the workspace", key))
 		}
-		return err
+		return dbx.Translate(err, "model")
 	}
 	if !m.Enabled {
 		return &apperr.Error{Kind: apperr.KindDisabled, Msg: "the model is disabled",
@@ -159,7 +157,7 @@ func (l *lifecycle) finishRun(ctx context.Context, tx pgx.Tx, r db.Run, status S
 	}
 	done, err := l.q.RunFinish(ctx, tx, p)
 	if err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return db.Run{}, errAlreadyFinished
 		}
 		return db.Run{}, fmt.Errorf("finish run %s: %w", r.ID, err)
@@ -210,7 +208,7 @@ func (l *lifecycle) advance(ctx context.Context, tx pgx.Tx, workspaceID, threadI
 	}
 	for {
 		in, err := l.q.InputNextQueued(ctx, tx, th.ID)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return l.emitIdle(ctx, tx, th)
 		}
 		if err != nil {

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -10,10 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/supervisor"
 )
@@ -162,7 +161,7 @@ func (r *Runner) pass(ctx context.Context, s Sweep) Pass {
 	// returns, ends the pass before the claim does however long the claim took.
 	claimSent := time.Now()
 	_, err := r.q.SweepClaim(ctx, r.pool, db.SweepClaimParams{Name: s.Name, Owner: r.owner, LeaseSeconds: lease.Seconds()})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return Pass{Sweep: s.Name}
 	}
 	if err != nil {

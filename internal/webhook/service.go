@@ -134,12 +134,11 @@ func (s *Service) list(ctx context.Context, workspaceID, subID string, status *s
 	}
 	return dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) ([]db.Outbox, error) {
 		if err := s.q.WebhookDeliveryListPlanCustom(ctx, tx); err != nil {
-			return nil, dbx.Translate(err, "")
+			return nil, err
 		}
-		rows, err := s.q.WebhookDeliveryListByStatus(ctx, tx, db.WebhookDeliveryListByStatusParams{
+		return s.q.WebhookDeliveryListByStatus(ctx, tx, db.WebhookDeliveryListByStatusParams{
 			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, Status: *status, PageLimit: int32(n),
 		})
-		return rows, dbx.Translate(err, "delivery")
 	})
 }
 
@@ -181,7 +180,7 @@ func (s *Service) Redeliver(ctx context.Context, c *auth.Caller, deliveryID stri
 			return Delivery{}, apperr.New(apperr.KindDisabled, "the delivery's subscription is disabled; enable it before redelivering")
 		}
 		if row, err = s.q.WebhookDeliveryRedeliver(ctx, tx, row.ID); err != nil {
-			return Delivery{}, dbx.Translate(err, "delivery")
+			return Delivery{}, err
 		}
 		err = audit.Record(ctx, tx, audit.Event{
 			OrganizationID: c.OrganizationID, WorkspaceID: c.WorkspaceID, ActorID: c.PrincipalID,
@@ -189,7 +188,7 @@ func (s *Service) Redeliver(ctx context.Context, c *auth.Caller, deliveryID stri
 			ChangedFields: []string{"attempts", "next_attempt_at", "settled_at", "status"},
 		})
 		if err != nil {
-			return Delivery{}, dbx.Translate(err, "audit event")
+			return Delivery{}, err
 		}
 		return s.withAttempts(ctx, tx, row)
 	})

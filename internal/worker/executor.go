@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/agentloop"
 	"github.com/svcdev/svc/internal/checkpoint"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/objectstore"
@@ -192,7 +191,7 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 // A model or provider disabled since the run was accepted fails the run.
 func (e *Executor) model(ctx context.Context, workspaceID, key string) (llm.Model, string, error) {
 	m, err := e.q.ModelGet(ctx, e.d.Pool, db.ModelGetParams{WorkspaceID: workspaceID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return nil, "", failRun(run.ErrCodeDisabled, fmt.Sprintf("the model %q no longer exists", key))
 	}
 	if err != nil {

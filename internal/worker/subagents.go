@@ -8,10 +8,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/tool"
@@ -30,7 +30,7 @@ func SubagentToolset(pool *pgxpool.Pool, runs *run.Service, lim run.SubagentLimi
 		used := map[string]bool{}
 		for _, sa := range rc.Config.Subagents {
 			head, err := q.HeadGet(ctx, pool, db.HeadGetParams{WorkspaceID: rc.Run.WorkspaceID, Kind: "agent", ID: sa.AgentID})
-			if errors.Is(err, pgx.ErrNoRows) {
+			if dbx.IsNotFound(err) {
 				continue
 			}
 			if err != nil {

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/contool"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/memtool"
 	"github.com/svcdev/svc/internal/provider/types"
@@ -31,7 +31,7 @@ func WebToolset(pool *pgxpool.Pool, ring *keyring.Ring, client *http.Client) Too
 			return nil, nil
 		}
 		p, err := q.ProviderGet(ctx, pool, db.ProviderGetParams{WorkspaceID: rc.Run.WorkspaceID, Kind: string(types.KindWeb), ID: w.ProviderID})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return nil, failRun("not_found", "the agent's web provider no longer exists")
 		}
 		if err != nil {
