@@ -92,18 +92,19 @@ func (b *deliveriesBundle) settle(t *testing.T, id, status string, n int) {
 	if status == outbox.StatusDelivered {
 		lastError = ""
 	}
-	_, err := b.h.App.Pool.Exec(ctx, `UPDATE outbox SET status = $2, attempts = $3, attempt_number = attempt_number + $3,
-		settled_at = now(), next_attempt_at = now() - interval '1 minute', last_error = NULLIF($4, '') WHERE id = $1`, id, status, n, lastError)
-	require.NoError(t, err)
+	var last int32
+	require.NoError(t, b.h.App.Pool.QueryRow(ctx, `UPDATE outbox SET status = $2, attempts = $3, attempt_number = attempt_number + $3,
+		settled_at = now(), next_attempt_at = now() - interval '1 minute', last_error = NULLIF($4, '') WHERE id = $1
+		RETURNING attempt_number`, id, status, n, lastError).Scan(&last))
 	for i := 1; i <= n; i++ {
-		result, code, resp, errText := "failed", 500, "oops", lastError
+		result, code, resp, errText := "failed", int32(500), "oops", lastError
 		if i == n && status == outbox.StatusDelivered {
 			result, code, resp, errText = "delivered", 204, "", ""
 		}
-		_, err := b.h.App.Pool.Exec(ctx, `INSERT INTO outbox_attempt (delivery_id, number, replica, started_at, duration_ms, result, status_code, response, error)
-			VALUES ($1, (SELECT attempt_number FROM outbox WHERE id = $1) - $2 + $3, 'test', now() - make_interval(secs => $2 - $3 + 1), 12, $4, $5, NULLIF($6, ''), NULLIF($7, ''))`,
-			id, n, i, result, code, resp, errText)
-		require.NoError(t, err)
+		testfactory.DeliveryAttempt(t, b.h.App.Pool, &testfactory.DeliveryAttemptOpts{
+			DeliveryID: id, Number: last - int32(n-i), Result: result, StatusCode: code, Response: resp, Error: errText,
+			StartedAgo: time.Duration(n-i+1) * time.Second, Duration: 12 * time.Millisecond,
+		})
 	}
 }
 
@@ -130,12 +131,13 @@ func (b *deliveriesBundle) record(t *testing.T, c outbox.Claimed, out outbox.Out
 	if out.Err != nil {
 		errText, result = out.Err.Error(), "failed"
 	}
-	var number int
+	var number int32
 	require.NoError(t, b.h.App.Pool.QueryRow(ctx, `UPDATE outbox SET status = $2, settled_at = now(), lease_until = NULL, last_error = NULLIF($3, '')
 		WHERE id = $1 RETURNING attempt_number`, c.ID, status, errText).Scan(&number))
-	_, err := b.h.App.Pool.Exec(ctx, `INSERT INTO outbox_attempt (delivery_id, number, replica, started_at, duration_ms, result, status_code, response, error)
-		VALUES ($1, $2, 'test', $3, 5, $4, NULLIF($5, 0), NULLIF($6, ''), NULLIF($7, ''))`, c.ID, number, c.ClaimedAt, result, out.StatusCode, out.Response, errText)
-	require.NoError(t, err)
+	testfactory.DeliveryAttempt(t, b.h.App.Pool, &testfactory.DeliveryAttemptOpts{
+		DeliveryID: c.ID, Number: number, Result: result, StatusCode: int32(out.StatusCode), Response: out.Response, Error: errText,
+		StartedAt: c.ClaimedAt,
+	})
 }
 
 func deliveriesPath(subID string) string { return subscriptionsPath + "/" + subID + "/deliveries" }

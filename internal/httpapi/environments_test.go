@@ -8,21 +8,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/testfactory"
 )
 
 const environmentsPath = "/api/v1/environments"
 
-// insertEnvironment stands in for a run: nothing creates environments
-// through the API yet, so the tests write the row a run would.
+// insertEnvironment stands in for a run: runs make environments, the API
+// does not, so the tests write the row a run would.
 func (b *templatesBundle) insertEnvironment(t *testing.T, workspaceID, templateID, providerID, status string, lastUsed *time.Time) string {
 	t.Helper()
-	envID := id.New(id.Environment)
-	_, err := b.h.App.Pool.Exec(t.Context(), `INSERT INTO environment (id, workspace_id, template_id, provider_id, status, vendor_handle, last_used_at, created_by_id, updated_by_id)
-VALUES ($1, $2, $3, $4, $5, '{"container_id":"c0ffee","token":"vendor-secret-token"}', $6, $7, $7)`,
-		envID, workspaceID, templateID, providerID, status, lastUsed, b.admin.PrincipalID)
-	require.NoError(t, err)
-	return envID
+	return testfactory.Environment(t, b.h.App.Pool, testfactory.Owner{WorkspaceID: workspaceID, PrincipalID: b.admin.PrincipalID},
+		&testfactory.EnvironmentOpts{TemplateID: templateID, ProviderID: providerID, Status: status, LastUsedAt: lastUsed,
+			VendorHandle: json.RawMessage(`{"container_id":"c0ffee","token":"vendor-secret-token"}`)}).ID
 }
 
 func TestEnvironmentsListReadDelete(t *testing.T) {

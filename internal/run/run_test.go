@@ -14,7 +14,6 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/checkpoint"
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/revision"
@@ -49,13 +48,7 @@ func setup(t testing.TB, maxAttempts int) *bundle {
 	pool := testdb.New(t)
 	admin := testfactory.Bootstrap(t, pool)
 	ctx := t.Context()
-	prv := id.New(id.Provider)
-	_, err := pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'model', 'openai', 'OpenAI', $3, $3)`, prv, admin.WorkspaceID, admin.PrincipalID)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
-		VALUES ($1, 'main', $2, 'chat_completions', 'gpt-5', $3, $3)`, admin.WorkspaceID, prv, admin.PrincipalID)
-	require.NoError(t, err)
+	testfactory.Model(t, pool, admin.Owner(), &testfactory.ModelOpts{Provider: &testfactory.ProviderOpts{Type: "openai"}})
 	reg, err := types.New(types.Options{})
 	require.NoError(t, err)
 	agents := agent.NewService(pool, reg, refs.None{})
