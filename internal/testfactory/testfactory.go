@@ -37,6 +37,12 @@ type Owner struct {
 // Owner is the admin's workspace and principal.
 func (a Admin) Owner() Owner { return Owner{WorkspaceID: a.WorkspaceID, PrincipalID: a.PrincipalID} }
 
+// Caller is a caller of the admin's workspace acting as the admin's
+// principal with role (auth.RoleViewer ... auth.RoleAdmin).
+func (a Admin) Caller(role string) *auth.Caller {
+	return &auth.Caller{PrincipalID: a.PrincipalID, OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, Role: role}
+}
+
 // OwnerOf is the caller's workspace and principal.
 func OwnerOf(c *auth.Caller) Owner {
 	return Owner{WorkspaceID: c.WorkspaceID, PrincipalID: c.PrincipalID}
