@@ -47,10 +47,11 @@ type ProviderOpts struct {
 	Credential       []byte          // sealed
 	ExtraHeaders     []byte          // sealed; needs ExtraHeaderNames
 	ExtraHeaderNames []string
+	Disabled         bool
 }
 
-// Provider writes a provider of o's workspace, enabled, as if created
-// through the API (without its validation against the type's schema).
+// Provider writes a provider of o's workspace as if created through the
+// API (without its validation against the type's schema).
 func Provider(tb testing.TB, q db.DBTX, o Owner, opts *ProviderOpts) db.Provider {
 	tb.Helper()
 	o.check(tb, "a provider")
@@ -76,6 +77,12 @@ func Provider(tb testing.TB, q db.DBTX, o Owner, opts *ProviderOpts) db.Provider
 	})
 	if err != nil {
 		tb.Fatalf("testfactory: provider: %v", err)
+	}
+	if opts.Disabled {
+		// The API creates providers enabled and disables them by a PATCH.
+		if err := q.QueryRow(context.Background(), `UPDATE provider SET enabled = false WHERE id = $1 RETURNING enabled`, row.ID).Scan(&row.Enabled); err != nil {
+			tb.Fatalf("testfactory: disable provider: %v", err)
+		}
 	}
 	return row
 }
