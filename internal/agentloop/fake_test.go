@@ -62,7 +62,7 @@ var _ llm.Model = (*scriptedModel)(nil)
 func (m *scriptedModel) Stream(ctx context.Context, req llm.Request, fn func(llm.Event) error) (llm.Response, error) {
 	m.mu.Lock()
 	n := len(m.reqs)
-	req.Messages = slices.Clone(req.Messages) // the loop appends to its own slice later
+	req.Messages = slices.Clone(req.Messages) // the loop goes on appending to its own slice
 	m.reqs = append(m.reqs, req)
 	m.mu.Unlock()
 	if n >= len(m.turns) {
@@ -277,7 +277,7 @@ func panickingTool(h *fakeHost) tool.Tool {
 	}
 }
 
-// laterTool answers later (a subagent): its result is pending.
+// laterTool's answer comes after the step (a subagent's): its result is pending.
 func laterTool(h *fakeHost) tool.Tool {
 	return tool.Tool{
 		Def: llm.Tool{Name: "later"},

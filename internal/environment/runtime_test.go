@@ -34,7 +34,7 @@ type fakeDriver struct {
 	made  int
 	calls []string
 	specs []sandbox.Spec
-	// gone are the instances the vendor no longer has, by number.
+	// gone are the instances the vendor has lost, by number.
 	gone map[int]bool
 
 	createErr, stopErr, destroyErr, renewErr error

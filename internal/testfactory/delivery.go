@@ -26,7 +26,7 @@ type DeliveryOpts struct {
 	SubscriptionID string
 	EventType      string
 	// Status defaults to "pending"; any other is settled SettledAgo before
-	// the database's now.
+	// the database's clock time.
 	Status     string
 	SettledAgo time.Duration
 	// Attempts is both the attempts of the current round and the attempt
@@ -76,7 +76,7 @@ type DeliveryAttemptOpts struct {
 	Response   string
 	Error      string
 	// StartedAt is when it started; when zero, StartedAgo before the
-	// database's now. It lasted Duration (default 5 ms).
+	// database's clock time. It lasted Duration (default 5 ms).
 	StartedAt  time.Time
 	StartedAgo time.Duration
 	Duration   time.Duration
