@@ -18,6 +18,7 @@ import (
 	"github.com/svcdev/svc/internal/app"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/supervisor"
+	"github.com/svcdev/svc/internal/testfactory"
 )
 
 func readJSON(t *testing.T, resp *http.Response) map[string]any {
@@ -322,9 +323,7 @@ func TestOutboxAlertMetricsAreServed(t *testing.T) {
 	require.Contains(t, text, "\nsvc_outbox_dead 0\n")
 	require.Contains(t, text, "\nsvc_outbox_backlog_alert 0\n")
 
-	_, err = h.App.Pool.Exec(t.Context(), `INSERT INTO outbox (id, kind, payload, status, attempts, settled_at)
-		VALUES ('dlv_dead', 'subagent_result', '{}', 'dead', 12, now())`)
-	require.NoError(t, err)
+	testfactory.Delivery(t, h.App.Pool, &testfactory.DeliveryOpts{Kind: "subagent_result", Status: "dead", Attempts: 12})
 	pass, err = h.App.Sweeps.RunOnce(t.Context(), "observe_outbox")
 	require.NoError(t, err)
 	require.NoError(t, pass.Err)

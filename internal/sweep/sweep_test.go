@@ -275,6 +275,8 @@ func TestRunOnce(t *testing.T) {
 			deadline, _ = ctx.Deadline()
 			return nil
 		})
+		// A claim left by a replica that died: written directly, as no
+		// replica of this test would leave one.
 		_, err := pool.Exec(t.Context(), "INSERT INTO sweep_claim (name, owner, claimed_at, expires_at) VALUES ($1, 'replica-gone', now(), now())", sweepName)
 		require.NoError(t, err)
 
