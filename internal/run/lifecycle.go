@@ -226,7 +226,9 @@ func (l *lifecycle) advance(ctx context.Context, tx pgx.Tx, workspaceID, threadI
 
 // tryStart starts a run for in inside a savepoint. When the input cannot
 // start for a reason of the workspace's state (an apperr: archived agent,
-// disabled model), it is cancelled and an error event says why; false.
+// disabled model), it is cancelled and an error event says why; false. A
+// failure of svc's own (the database out of reach, a collision to retry)
+// is returned: the input stays queued and the caller's transaction fails.
 func (l *lifecycle) tryStart(ctx context.Context, tx pgx.Tx, th db.Thread, in db.ThreadInput, ev *pending) (bool, error) {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
@@ -243,7 +245,7 @@ func (l *lifecycle) tryStart(ctx context.Context, tx pgx.Tx, th db.Thread, in db
 	}
 	_ = sp.Rollback(ctx)
 	var ae *apperr.Error
-	if !errors.As(err, &ae) {
+	if !errors.As(err, &ae) || ae.Kind == apperr.KindInternal || ae.Kind == apperr.KindUnavailable {
 		return false, err
 	}
 	if err := l.q.InputCancel(ctx, tx, in.ID); err != nil {

@@ -436,3 +436,41 @@ func TestNULCharactersAreRecorded(t *testing.T) {
 	require.NoError(t, json.Unmarshal(evs[len(evs)-1].Data, &done))
 	require.Equal(t, want, done.Content)
 }
+
+// TestQueuedInputSurvivesAFailedStart: when the next queued input cannot
+// start for a failure of svc's own (here the database answers a
+// serialization failure, which is worth a retry), finishing the run fails
+// as a whole and the input stays queued; it is not cancelled as an input
+// the workspace cannot run.
+func TestQueuedInputSurvivesAFailedStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 3)
+	ctx := t.Context()
+	th, err := b.svc.CreateThread(ctx, b.caller, run.CreateThreadInput{AgentID: b.agentID})
+	require.NoError(t, err)
+	_, err = b.svc.PostInput(ctx, b.caller, th.ID, "first", "")
+	require.NoError(t, err)
+	second, err := b.svc.PostInput(ctx, b.caller, th.ID, "second", "")
+	require.NoError(t, err)
+	require.Nil(t, second.Run, "queued behind the first")
+	claims, err := b.svc.Claim(ctx, "w1", 1, 30*time.Second)
+	require.NoError(t, err)
+	require.Len(t, claims, 1)
+
+	_, err = b.pool.Exec(ctx, `CREATE FUNCTION collide() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'collided' USING ERRCODE = 'serialization_failure'; END $$;
+		CREATE TRIGGER collide BEFORE INSERT ON run FOR EACH ROW EXECUTE FUNCTION collide();`)
+	require.NoError(t, err)
+	err = b.svc.Finish(ctx, claims[0].Lease, run.StatusSucceeded, nil, run.Usage{}, 0)
+	require.Equal(t, apperr.KindUnavailable, apperr.KindOf(err), "%v", err)
+
+	var status string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM thread_input WHERE id = $1`, second.Input.ID).Scan(&status))
+	require.Equal(t, "queued", status)
+
+	_, err = b.pool.Exec(ctx, `DROP TRIGGER collide ON run`)
+	require.NoError(t, err)
+	require.NoError(t, b.svc.Finish(ctx, claims[0].Lease, run.StatusSucceeded, nil, run.Usage{}, 0))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM thread_input WHERE id = $1`, second.Input.ID).Scan(&status))
+	require.NotEqual(t, "cancelled", status, "the input started once the database let it")
+}
