@@ -170,14 +170,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 	if err != nil {
 		return Page{}, dbx.Translate(err, "asset")
 	}
-	out := Page{Items: make([]Asset, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, assetOf(r))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, assetOf, func(r db.Asset) string { return r.ID }), nil
 }
 
 // Get reads an asset of the caller's workspace; an id of another workspace

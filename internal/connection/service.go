@@ -156,18 +156,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 	if err != nil {
 		return Page{}, dbx.Translate(err, "connection")
 	}
-	out := Page{Items: make([]Connection, 0, len(rows))}
-	for _, r := range rows {
-		v, err := connectionOf(r)
-		if err != nil {
-			return Page{}, err
-		}
-		out.Items = append(out.Items, v)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOfErr(rows, n, connectionOf, func(r db.Connection) string { return r.ID })
 }
 
 // Get reads a connection of the caller's workspace; an id of another

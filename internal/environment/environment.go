@@ -60,10 +60,7 @@ type Environment struct {
 func (e Environment) ETag() string { return resource.ETag(e.ID, e.Version) }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Environment
-	NextCursor *string
-}
+type Page = resource.Page[Environment]
 
 // ListInput selects a page of environments.
 type ListInput struct {
@@ -108,14 +105,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 	if err != nil {
 		return Page{}, dbx.Translate(err, "environment")
 	}
-	out := Page{Items: make([]Environment, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, environmentOf(r))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, environmentOf, func(r db.Environment) string { return r.ID }), nil
 }
 
 // Get reads an environment of the caller's workspace; an id of another

@@ -130,7 +130,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, c *auth.Caller, in PageInput)
 	if err != nil {
 		return Page[APIKey]{}, dbx.Translate(err, "api key")
 	}
-	return pageOf(rows, p, apiKeyOf, func(r db.ApiKey) string { return r.ID }), nil
+	return resource.PageOf(rows, p.limit, apiKeyOf, func(r db.ApiKey) string { return r.ID }), nil
 }
 
 // RevokeAPIKeyInput names the key to revoke.

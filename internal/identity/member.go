@@ -51,7 +51,7 @@ func (s *Service) ListMembers(ctx context.Context, c *auth.Caller, in PageInput)
 	if err != nil {
 		return Page[Member]{}, dbx.Translate(err, "member")
 	}
-	return pageOf(rows, p, memberOf, func(r db.WorkspaceMemberListRow) string { return r.PrincipalID }), nil
+	return resource.PageOf(rows, p.limit, memberOf, func(r db.WorkspaceMemberListRow) string { return r.PrincipalID }), nil
 }
 
 // UpdateMemberInput changes a member's role.

@@ -113,7 +113,7 @@ func (s *Service) ListWorkspaces(ctx context.Context, c *auth.Caller, in PageInp
 	if err != nil {
 		return Page[Workspace]{}, dbx.Translate(err, "workspace")
 	}
-	return pageOf(rows, p, workspaceOf, func(r db.Workspace) string { return r.ID }), nil
+	return resource.PageOf(rows, p.limit, workspaceOf, func(r db.Workspace) string { return r.ID }), nil
 }
 
 // GetWorkspace reads a workspace of the caller's organization; any other id is

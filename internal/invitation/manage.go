@@ -15,11 +15,7 @@ import (
 )
 
 // Page is one page of invitations, newest first.
-type Page struct {
-	Items []Invitation
-	// NextCursor is nil on the last page.
-	NextCursor *string
-}
+type Page = resource.Page[Invitation]
 
 // List returns a page of a target's invitations, newest first: a workspace's
 // invitations, or an organization's own (not its workspaces').
@@ -49,14 +45,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (Page, error) {
 	if err != nil {
 		return Page{}, dbx.Translate(err, "invitation")
 	}
-	page := Page{Items: make([]Invitation, 0, len(rows))}
-	for _, r := range rows {
-		page.Items = append(page.Items, fromRow(r))
-	}
-	if len(rows) > 0 {
-		page.NextCursor = resource.NextCursor(len(rows), limit, rows[len(rows)-1].ID)
-	}
-	return page, nil
+	return resource.PageOf(rows, limit, fromRow, func(r db.Invitation) string { return r.ID }), nil
 }
 
 // Get returns an invitation the caller may see: one to the caller's workspace

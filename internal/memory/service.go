@@ -101,14 +101,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 	if err != nil {
 		return Page{}, dbx.Translate(err, "memory")
 	}
-	out := Page{Items: make([]Memory, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, memoryOf(r))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, memoryOf, func(r db.Memory) string { return r.ID }), nil
 }
 
 // Get reads a memory of the caller's workspace; an id of another workspace is

@@ -147,18 +147,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, k types.Kind, limit 
 	if err != nil {
 		return Page{}, dbx.Translate(err, "provider")
 	}
-	out := Page{Items: make([]Provider, 0, len(rows))}
-	for _, r := range rows {
-		p, err := providerOf(r)
-		if err != nil {
-			return Page{}, err
-		}
-		out.Items = append(out.Items, p)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOfErr(rows, n, providerOf, func(r db.Provider) string { return r.ID })
 }
 
 // Get reads a provider of kind k in the caller's workspace; an id of another

@@ -169,18 +169,7 @@ func (s *Service[C]) List(ctx context.Context, c *auth.Caller, in ListInput) (Pa
 	if err != nil {
 		return Page{}, err
 	}
-	out := Page{Items: make([]Head, 0, len(rows))}
-	for _, r := range rows {
-		h, err := headOf(r)
-		if err != nil {
-			return Page{}, err
-		}
-		out.Items = append(out.Items, h)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOfErr(rows, n, headOf, func(r db.Head) string { return r.ID })
 }
 
 // Update changes a head's name, description, labels or default revision. The

@@ -312,10 +312,7 @@ func encodeMetadata(m map[string]any) ([]byte, error) {
 // Reads.
 
 // ThreadPage is a page of threads, newest first.
-type ThreadPage struct {
-	Items      []Thread
-	NextCursor *string
-}
+type ThreadPage = resource.Page[Thread]
 
 // GetThread reads a thread.
 func (s *Service) GetThread(ctx context.Context, c *auth.Caller, threadID string) (Thread, error) {
@@ -352,21 +349,11 @@ func (s *Service) ListThreads(ctx context.Context, c *auth.Caller, agentID *stri
 	if err != nil {
 		return ThreadPage{}, dbx.Translate(err, "thread")
 	}
-	out := ThreadPage{Items: make([]Thread, len(rows))}
-	for i, r := range rows {
-		out.Items[i] = threadOf(r)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, threadOf, func(r db.Thread) string { return r.ID }), nil
 }
 
 // RunPage is a page of runs, newest first.
-type RunPage struct {
-	Items      []Run
-	NextCursor *string
-}
+type RunPage = resource.Page[Run]
 
 // GetRun reads a run.
 func (s *Service) GetRun(ctx context.Context, c *auth.Caller, runID string) (Run, error) {
@@ -422,14 +409,7 @@ func (s *Service) ListRuns(ctx context.Context, c *auth.Caller, f RunFilter, lim
 	if err != nil {
 		return RunPage{}, dbx.Translate(err, "run")
 	}
-	out := RunPage{Items: make([]Run, len(rows))}
-	for i, r := range rows {
-		out.Items[i] = runOf(r)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, runOf, func(r db.Run) string { return r.ID }), nil
 }
 
 // ListAttempts lists a run's attempts, first first.

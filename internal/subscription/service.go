@@ -139,14 +139,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 	if err != nil {
 		return Page{}, dbx.Translate(err, "subscription")
 	}
-	out := Page{Items: make([]Subscription, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, subscriptionOf(r))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, subscriptionOf, func(r db.Subscription) string { return r.ID }), nil
 }
 
 // Get reads a subscription of the caller's workspace, without its secret.

@@ -145,18 +145,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 	if err != nil {
 		return Page{}, dbx.Translate(err, "environment template")
 	}
-	out := Page{Items: make([]Template, 0, len(rows))}
-	for _, r := range rows {
-		t, err := templateOf(r)
-		if err != nil {
-			return Page{}, err
-		}
-		out.Items = append(out.Items, t)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOfErr(rows, n, templateOf, func(r db.EnvironmentTemplate) string { return r.ID })
 }
 
 // Get reads a template of the caller's workspace; an id of another workspace

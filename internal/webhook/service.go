@@ -65,10 +65,7 @@ type Attempt struct {
 }
 
 // Page is one page of deliveries, newest first.
-type Page struct {
-	Items      []Delivery
-	NextCursor *string
-}
+type Page = resource.Page[Delivery]
 
 // ListInput selects a subscription's deliveries.
 type ListInput struct {
@@ -113,14 +110,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 	if err != nil {
 		return Page{}, err
 	}
-	out := Page{Items: make([]Delivery, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, s.deliveryOf(r, nil))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, func(r db.Outbox) Delivery { return s.deliveryOf(r, nil) }, func(r db.Outbox) string { return r.ID }), nil
 }
 
 // list reads one page of a subscription's deliveries, of one status when
