@@ -1,6 +1,7 @@
 # svc: `make run` starts a development service; `make test` runs every test.
-# Both install and start what is missing (PostgreSQL, Redis, Chromium for the
-# API-page test) on a Debian machine with Go.
+# Both install and start what is missing (PostgreSQL and Redis; for the tests also
+# an S3-compatible server and Chromium for the API-page test) on a Debian machine
+# with Go.
 
 SHELL := /bin/bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -10,7 +11,7 @@ GOTOOL := go tool -modfile=tools/go.mod
 # sqlc's parser uses cgo.
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test test/go bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated vet fmt services clean
+.PHONY: all build run test bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated check-history vet fmt services clean
 
 all: build
 
@@ -21,7 +22,7 @@ build:
 run:
 	scripts/run.sh
 
-## test: start PostgreSQL and Redis if needed, then run every test with the race detector
+## test: start PostgreSQL, Redis and the S3 server if needed, then run every test with the race detector
 test:
 	scripts/test.sh
 
@@ -95,6 +96,11 @@ check-generated: generate
 	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
 	@untracked=$$(git ls-files --others --exclude-standard -- gen); \
 	if [ -n "$$untracked" ]; then echo "untracked generated files (commit them):" >&2; echo "$$untracked" >&2; exit 1; fi
+
+## check-history: fail when a comment or a document speaks of the project's history
+## or of documents outside the repository (CONTRIBUTING.md, "Comments and docs")
+check-history:
+	scripts/check-history.sh
 
 vet:
 	go vet ./...
