@@ -37,6 +37,7 @@ import (
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/supervisor"
 	"github.com/svcdev/svc/internal/sweep"
+	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/webhook"
 	"github.com/svcdev/svc/internal/worker"
 	schema "github.com/svcdev/svc/sql"
@@ -142,13 +143,13 @@ func (a *App) buildWorker() {
 	memories := memtool.New(memtool.Deps{Pool: a.Pool, Ring: a.Keyring, Registry: s.Types, Policy: s.Policy,
 		Timeout: time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second})
 	exec := worker.NewExecutor(worker.ExecutorDeps{
-		Pool: a.Pool, Runs: s.Runs, Keyring: a.Keyring, Objects: a.Store, Types: s.Types, HTTPClient: s.Outbound, Log: a.log,
+		Runs: s.Runs, Agents: s.Agents, Skills: s.Skills, Models: s.Models, Objects: a.Store, HTTPClient: s.Outbound, Log: a.log,
 		MaxOutputBytes: int(a.cfg.Limits.ModelOutputBytes), MaxToolArgumentBytes: int(a.cfg.Limits.ToolArgumentsBytes),
-		Prompts: []worker.PromptSection{worker.MemoryPrompt(memories)},
-		Toolsets: []worker.Toolset{
-			worker.WebToolset(a.Pool, a.Keyring, s.Outbound),
-			worker.EnvironmentToolset(s.EnvironmentRuntime, a.Pool, a.Store),
-			worker.SubagentToolset(a.Pool, s.Runs, run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
+		Prompts: []tool.PromptSection{worker.MemoryPrompt(memories)},
+		Toolsets: []tool.Toolset{
+			worker.WebToolset(s.Providers, s.Outbound),
+			worker.EnvironmentToolset(s.EnvironmentRuntime, s.Skills, s.Assets),
+			worker.SubagentToolset(s.Agents, s.Runs, run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
 				MaxLive: a.cfg.Worker.SubagentMaxLiveChildren, MaxTotal: a.cfg.Worker.SubagentMaxDescendants}),
 			worker.MemoryToolset(memories),
 			worker.ConnectionToolset(contool.New(contool.Deps{Pool: a.Pool, Keyring: a.Keyring, Types: s.Types, HTTPClient: s.Outbound,

@@ -143,7 +143,7 @@ func (a *App) buildServices() (*Services, error) {
 	// process starts name it as their owner, whose driver polls the vendor.
 	s.Providers = provider.NewService(pool, ring, s.Types, s.Policy, probe.New(s.Policy, vendorTimeout))
 	s.Providers.SetConfigCheck(envdocker.TypeID, dockerGuard.ProviderCheck)
-	s.Models = model.NewService(pool, s.Types)
+	s.Models = model.NewService(pool, s.Types, ring)
 	s.Memories = memory.NewService(pool, s.Types)
 	s.Templates = template.NewService(pool, s.Types)
 	s.Templates.SetConfigCheck(envdocker.TypeID, dockerGuard.TemplateCheck)

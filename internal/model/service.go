@@ -14,6 +14,7 @@ import (
 	"github.com/svcdev/svc/internal/audit"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
+	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/resource"
@@ -25,12 +26,14 @@ type Service struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
 	reg  *types.Registry
+	ring *keyring.Ring
 }
 
 // NewService returns a service over pool that validates apis and settings
-// against the provider types of reg.
-func NewService(pool *pgxpool.Pool, reg *types.Registry) *Service {
-	return &Service{pool: pool, q: db.New(), reg: reg}
+// against the provider types of reg; runs open their models' providers'
+// secrets with ring.
+func NewService(pool *pgxpool.Pool, reg *types.Registry, ring *keyring.Ring) *Service {
+	return &Service{pool: pool, q: db.New(), reg: reg, ring: ring}
 }
 
 // Create creates a model in the caller's workspace. The provider is locked FOR

@@ -27,6 +27,7 @@ import (
 	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -146,8 +147,8 @@ func newOrphanEnv(t *testing.T, store objectstore.Store, list listing, script []
 
 // startWorker runs worker name over objects until the test ends.
 func (e *orphanEnv) startWorker(t *testing.T, name string, objects objectstore.Store) {
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: e.pool, Runs: e.runs, Keyring: e.ring, Objects: objects, Types: e.reg,
-		HTTPClient: e.policy.HTTPClient(0), Toolsets: []worker.Toolset{lookupTool(e.calls)}, Log: e.log})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: e.runs, Objects: objects,
+		HTTPClient: e.policy.HTTPClient(0), Toolsets: []tool.Toolset{lookupTool(e.calls)}, Log: e.log}, e.pool, e.reg, e.ring))
 	w := worker.New(e.pool, e.runs, exec, worker.Options{ID: name, Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond}, e.log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

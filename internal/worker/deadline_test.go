@@ -101,7 +101,7 @@ func TestTimeLimitEndsALongToolCall(t *testing.T) {
 		`{"model":"main","limits":{"timeout_seconds":2}}`)})
 	require.NoError(t, err)
 	cancelled := make(chan struct{}, 1)
-	waitTool := func(context.Context, worker.RunContext) ([]tool.Tool, error) {
+	waitTool := func(context.Context, tool.RunContext) ([]tool.Tool, error) {
 		return []tool.Tool{{
 			Def: llm.Tool{Name: "wait", Description: "Waits.", Parameters: json.RawMessage(`{"type":"object"}`)},
 			Call: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
@@ -115,7 +115,7 @@ func TestTimeLimitEndsALongToolCall(t *testing.T) {
 			},
 		}}, nil
 	}
-	b.runWorker(t, worker.ExecutorDeps{Objects: b.store, Toolsets: []worker.Toolset{waitTool}})
+	b.runWorker(t, worker.ExecutorDeps{Objects: b.store, Toolsets: []tool.Toolset{waitTool}})
 	r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: head.ID, Input: "Go."})
 	require.NoError(t, err)
 

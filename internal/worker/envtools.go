@@ -13,12 +13,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/asset"
 	"github.com/svcdev/svc/internal/environment"
 	"github.com/svcdev/svc/internal/llm"
-	"github.com/svcdev/svc/internal/objectstore"
+	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/sandbox"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/skillpkg"
@@ -33,13 +31,13 @@ import (
 // The files of the run's skills' packages are placed in the environment
 // under skills/<skill name>/ when it is attached, so the skills' scripts are
 // at hand; a package that cannot be placed is a tool error.
-func EnvironmentToolset(rt *environment.Runtime, pool *pgxpool.Pool, store objectstore.Store) Toolset {
-	return func(_ context.Context, rc RunContext) ([]tool.Tool, error) {
+func EnvironmentToolset(rt *environment.Runtime, skills *skill.Service, assets *asset.Service) tool.Toolset {
+	return func(_ context.Context, rc tool.RunContext) ([]tool.Tool, error) {
 		e := rc.Config.Tools.Environment
 		if e == nil {
 			return nil, nil
 		}
-		s := &envSession{rt: rt, rc: rc, templateID: e.TemplateID, pool: pool, store: store}
+		s := &envSession{rt: rt, rc: rc, templateID: e.TemplateID, skills: skills, assets: assets}
 		rc.OnClose(s.close)
 		return s.tools(), nil
 	}
@@ -48,10 +46,10 @@ func EnvironmentToolset(rt *environment.Runtime, pool *pgxpool.Pool, store objec
 // envSession attaches the thread's environment once per attempt.
 type envSession struct {
 	rt         *environment.Runtime
-	rc         RunContext
+	rc         tool.RunContext
 	templateID string
-	pool       *pgxpool.Pool
-	store      objectstore.Store
+	skills     *skill.Service
+	assets     *asset.Service
 
 	mu   sync.Mutex
 	acq  *environment.Acquired
@@ -240,45 +238,46 @@ func text(b []byte) string {
 // placeSkills writes the files of each pinned skill revision's package under
 // skills/<skill name>/.
 func (s *envSession) placeSkills(ctx context.Context, inst sandbox.Instance) error {
-	q := db.New()
+	pins := make([]revision.Pin, len(s.rc.Run.SkillRevisions))
+	for i, sr := range s.rc.Run.SkillRevisions {
+		pins[i] = revision.Pin{HeadID: sr.SkillID, RevisionID: sr.RevisionID}
+	}
+	skills, err := s.skills.Pinned(ctx, s.rc.Run.WorkspaceID, pins)
+	if err != nil {
+		return err
+	}
 	used := map[string]bool{}
-	for _, sr := range s.rc.Run.SkillRevisions {
-		head, err := q.HeadGet(ctx, s.pool, db.HeadGetParams{WorkspaceID: s.rc.Run.WorkspaceID, Kind: "skill", ID: sr.SkillID})
-		if err != nil {
-			return fmt.Errorf("read skill %s: %w", sr.SkillID, err)
-		}
-		rev, err := q.RevisionGetOfHead(ctx, s.pool, db.RevisionGetOfHeadParams{HeadID: sr.SkillID, ID: sr.RevisionID})
-		if err != nil {
-			return fmt.Errorf("read skill revision %s: %w", sr.RevisionID, err)
-		}
-		var sc skill.Config
-		if err := json.Unmarshal(rev.Config, &sc); err != nil {
-			return fmt.Errorf("decode skill revision %s: %w", sr.RevisionID, err)
-		}
-		dir := "skills/" + strings.TrimPrefix(toolName("", head.Name, used), "_")
-		if sc.Package == nil {
+	for _, sk := range skills {
+		dir := "skills/" + strings.TrimPrefix(toolName("", sk.Name, used), "_")
+		if sk.Config.Package == nil {
 			continue
 		}
-		a, err := q.AssetGet(ctx, s.pool, db.AssetGetParams{WorkspaceID: s.rc.Run.WorkspaceID, ID: sc.Package.AssetID})
+		data, err := s.readPackage(ctx, sk.Config.Package.AssetID)
 		if err != nil {
-			return fmt.Errorf("read the package of skill %q: %w", head.Name, err)
-		}
-		rd, err := s.store.Get(ctx, a.ObjectKey, 0, -1)
-		if err != nil {
-			return fmt.Errorf("read the package of skill %q: %w", head.Name, err)
-		}
-		data, err := io.ReadAll(io.LimitReader(rd, skillpkg.DefaultLimits.MaxBytes+1))
-		_ = rd.Close()
-		if err != nil {
-			return fmt.Errorf("read the package of skill %q: %w", head.Name, err)
+			return fmt.Errorf("read the package of skill %q: %w", sk.Name, err)
 		}
 		if _, err := skillpkg.Unpack(bytes.NewReader(data), int64(len(data)), skillpkg.DefaultLimits, func(p string, content []byte) error {
 			return inst.WriteFile(ctx, path.Join(dir, p), content)
 		}); err != nil {
-			return &packageError{fmt.Errorf("unpack skill %q: %w", head.Name, err)}
+			return &packageError{fmt.Errorf("unpack skill %q: %w", sk.Name, err)}
 		}
 	}
 	return nil
+}
+
+// readPackage reads a skill package's archive, at most one byte past what a
+// package may hold (skillpkg refuses it then).
+func (s *envSession) readPackage(ctx context.Context, assetID string) ([]byte, error) {
+	a, err := s.assets.GetForRun(ctx, s.rc.Run.WorkspaceID, assetID)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := s.assets.Open(ctx, a, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rd.Close() }()
+	return io.ReadAll(io.LimitReader(rd, skillpkg.DefaultLimits.MaxBytes+1))
 }
 
 // packageError is a skill package that could not be unpacked into the

@@ -29,6 +29,7 @@ import (
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/sandbox"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -89,8 +90,8 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 		types.LocalType: envlocal.NewDriver(config.Environments{LocalEnabled: true}, envlocal.Options{}),
 	}, 10*time.Second, log)
 	runs := run.NewService(b.pool, agents, skills, reg, run.Options{MaxAttempts: 3})
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Keyring: ring, Objects: b.store, Types: reg,
-		HTTPClient: b.exec.HTTPClient(), Toolsets: []worker.Toolset{worker.EnvironmentToolset(rt, b.pool, b.store)}, Log: log})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
+		HTTPClient: b.exec.HTTPClient(), Toolsets: []tool.Toolset{worker.EnvironmentToolset(rt, skills, assets)}, Log: log}, b.pool, reg, ring))
 	w := worker.New(b.pool, runs, exec, worker.Options{ID: "w1", Slots: 2, Lease: 30 * time.Second, Drain: time.Second, Poll: 50 * time.Millisecond}, log)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -119,8 +119,8 @@ func (b *bundle) limitedRuns(t testing.TB, maxRunning int, others ...*llmtest.Ch
 		require.NoError(t, err)
 		policy.AllowedPorts = append(policy.AllowedPorts, uint16(port))
 	}
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Keyring: b.ring, Objects: b.store, Types: b.reg,
-		HTTPClient: policy.HTTPClient(0), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
+		HTTPClient: policy.HTTPClient(0), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, b.pool, b.reg, b.ring))
 	return runs, exec
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -58,8 +59,8 @@ func newDelegation(t *testing.T, mainScript, helperScript []llmtest.Turn, lim ru
 	runs := run.NewService(b.pool, agents, skill.NewService(b.pool, refs.None{}), reg, run.Options{MaxAttempts: 3})
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPorts: []uint16{portOf(t, b.model.URL), portOf(t, helper.URL)},
 		AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Objects: b.store, Types: reg,
-		HTTPClient: policy.HTTPClient(0), Toolsets: []worker.Toolset{worker.SubagentToolset(b.pool, runs, lim)}, Log: log})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
+		HTTPClient: policy.HTTPClient(0), Toolsets: []tool.Toolset{worker.SubagentToolset(agents, runs, lim)}, Log: log}, b.pool, reg, nil))
 	w := worker.New(b.pool, runs, exec, worker.Options{ID: "w1", Slots: slots, Lease: 30 * time.Second, Drain: time.Second, Poll: 50 * time.Millisecond}, log)
 	engine := outbox.NewEngine(b.pool, config.Default().Outbox, "test", log, nil)
 	engine.Register(outbox.KindSubagentResult, run.NewSubagentResults(b.pool))

@@ -8,10 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/tool"
@@ -23,18 +20,25 @@ import (
 // subagent_result outbox delivery. The parent's attempt gives its slot up
 // while it waits. A delegation beyond lim is refused: the model sees a tool
 // error naming the limit, and no run starts.
-func SubagentToolset(pool *pgxpool.Pool, runs *run.Service, lim run.SubagentLimits) Toolset {
-	q := db.New()
-	return func(ctx context.Context, rc RunContext) ([]tool.Tool, error) {
+func SubagentToolset(agents *agent.Service, runs *run.Service, lim run.SubagentLimits) tool.Toolset {
+	return func(ctx context.Context, rc tool.RunContext) ([]tool.Tool, error) {
+		if len(rc.Config.Subagents) == 0 {
+			return nil, nil
+		}
+		ids := make([]string, len(rc.Config.Subagents))
+		for i, sa := range rc.Config.Subagents {
+			ids[i] = sa.AgentID
+		}
+		heads, err := agents.Heads(ctx, rc.Run.WorkspaceID, ids)
+		if err != nil {
+			return nil, err
+		}
 		var out []tool.Tool
 		used := map[string]bool{}
 		for _, sa := range rc.Config.Subagents {
-			head, err := q.HeadGet(ctx, pool, db.HeadGetParams{WorkspaceID: rc.Run.WorkspaceID, Kind: "agent", ID: sa.AgentID})
-			if errors.Is(err, pgx.ErrNoRows) {
+			head, ok := heads[sa.AgentID]
+			if !ok {
 				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("read subagent %s: %w", sa.AgentID, err)
 			}
 			name := toolName("agent_", head.Name, used)
 			desc := fmt.Sprintf("Delegates a task to the agent %q and answers its final reply.", head.Name)

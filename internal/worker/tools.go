@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/contool"
-	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/memtool"
+	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/secret"
+	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/webtool"
 )
@@ -23,49 +20,41 @@ import (
 // WebToolset offers the agent's web toolset (web_search, web_fetch) through
 // its web provider. Every call checks that the provider is still enabled, so
 // disabling it stops new use at once; the model sees the refusal.
-func WebToolset(pool *pgxpool.Pool, ring *keyring.Ring, client *http.Client) Toolset {
-	q := db.New()
-	return func(ctx context.Context, rc RunContext) ([]tool.Tool, error) {
+func WebToolset(providers *provider.Service, client *http.Client) tool.Toolset {
+	return func(ctx context.Context, rc tool.RunContext) ([]tool.Tool, error) {
 		w := rc.Config.Tools.Web
 		if w == nil {
 			return nil, nil
 		}
-		p, err := q.ProviderGet(ctx, pool, db.ProviderGetParams{WorkspaceID: rc.Run.WorkspaceID, Kind: string(types.KindWeb), ID: w.ProviderID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, failRun("not_found", "the agent's web provider no longer exists")
+		p, err := providers.OpenForRun(ctx, rc.Run.WorkspaceID, types.KindWeb, w.ProviderID)
+		if apperr.KindOf(err) == apperr.KindNotFound {
+			return nil, &run.Failure{Code: "not_found", Message: "the agent's web provider no longer exists"}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read web provider: %w", err)
 		}
-		var cred map[string]any
-		if err := secret.Open(ring, p.ID, p.Credential, &cred); err != nil {
-			return nil, fmt.Errorf("open the credential of provider %s: %w", p.ID, err)
-		}
-		var credJSON json.RawMessage
-		if cred != nil {
-			if credJSON, err = json.Marshal(cred); err != nil {
-				return nil, err
-			}
-		}
-		c, err := webtool.New(webtool.Provider{Type: p.Type, Config: p.Config, Credential: credJSON, HTTPClient: client})
+		cred, err := p.CredentialJSON()
 		if err != nil {
-			return nil, failRun("invalid_configuration", fmt.Sprintf("the web provider cannot be used: %v", err))
+			return nil, err
+		}
+		c, err := webtool.New(webtool.Provider{Type: p.Type, Config: p.Config, Credential: cred, HTTPClient: client})
+		if err != nil {
+			return nil, &run.Failure{Code: "invalid_configuration", Message: fmt.Sprintf("the web provider cannot be used: %v", err)}
 		}
 		tools := webtool.Tools(c, w.Operations)
 		for i := range tools {
-			tools[i].Call = whileEnabled(pool, rc.Run.WorkspaceID, p.ID, tools[i].Call)
+			tools[i].Call = whileEnabled(providers, rc.Run.WorkspaceID, p.ID, tools[i].Call)
 		}
 		return tools, nil
 	}
 }
 
 // whileEnabled refuses a call once provider providerID is disabled.
-func whileEnabled(pool *pgxpool.Pool, workspaceID, providerID string, call func(context.Context, json.RawMessage) (tool.Result, error)) func(context.Context, json.RawMessage) (tool.Result, error) {
-	q := db.New()
+func whileEnabled(providers *provider.Service, workspaceID, providerID string, call func(context.Context, json.RawMessage) (tool.Result, error)) func(context.Context, json.RawMessage) (tool.Result, error) {
 	return func(ctx context.Context, args json.RawMessage) (tool.Result, error) {
-		enabled, err := q.ProviderEnabled(ctx, pool, db.ProviderEnabledParams{WorkspaceID: workspaceID, ID: providerID})
+		enabled, err := providers.Enabled(ctx, workspaceID, providerID)
 		if err != nil {
-			return tool.Result{}, fmt.Errorf("check provider %s: %w", providerID, err)
+			return tool.Result{}, err
 		}
 		if !enabled {
 			return tool.Errorf("the provider of this tool is disabled; it cannot be used"), nil
@@ -76,8 +65,8 @@ func whileEnabled(pool *pgxpool.Pool, workspaceID, providerID string, call func(
 
 // MemoryToolset offers memory_search, memory_read and memory_write over the
 // agent's memories; records written carry the run's id.
-func MemoryToolset(ts *memtool.Toolset) Toolset {
-	return func(ctx context.Context, rc RunContext) ([]tool.Tool, error) {
+func MemoryToolset(ts *memtool.Toolset) tool.Toolset {
+	return func(ctx context.Context, rc tool.RunContext) ([]tool.Tool, error) {
 		if len(rc.Config.Memories) == 0 {
 			return nil, nil
 		}
@@ -103,8 +92,8 @@ func MemoryToolset(ts *memtool.Toolset) Toolset {
 // MemoryPrompt is the memories' context of the system prompt: the agent's
 // memories, how to use them, and the records of each that a search for the
 // run's input finds (memtool.Toolset.Context).
-func MemoryPrompt(ts *memtool.Toolset) PromptSection {
-	return func(ctx context.Context, rc RunContext, input string) (string, error) {
+func MemoryPrompt(ts *memtool.Toolset) tool.PromptSection {
+	return func(ctx context.Context, rc tool.RunContext, input string) (string, error) {
 		if len(rc.Config.Memories) == 0 {
 			return "", nil
 		}
@@ -120,14 +109,14 @@ func MemoryPrompt(ts *memtool.Toolset) PromptSection {
 // connection that cannot be used when the attempt starts (disabled, revoked,
 // gone) fails the run, as a disabled model does; Composio out of reach is a
 // failure of the attempt, retried.
-func ConnectionToolset(ts *contool.Toolset) Toolset {
-	return func(ctx context.Context, rc RunContext) ([]tool.Tool, error) {
+func ConnectionToolset(ts *contool.Toolset) tool.Toolset {
+	return func(ctx context.Context, rc tool.RunContext) ([]tool.Tool, error) {
 		if len(rc.Config.Tools.Connections) == 0 {
 			return nil, nil
 		}
 		tools, err := ts.Tools(ctx, rc.Run.WorkspaceID, rc.Config.Tools.Connections)
 		if ce, ok := errors.AsType[*contool.Error](err); ok && !ce.Transient {
-			return nil, failRun(ce.Code, ce.Msg)
+			return nil, &run.Failure{Code: ce.Code, Message: ce.Msg}
 		}
 		return tools, err
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/memtool"
+	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/refs"
@@ -57,8 +58,8 @@ type bundle struct {
 }
 
 // lookupTool is a real tool of the test: it answers the length of its word.
-func lookupTool(calls *atomic.Int32) worker.Toolset {
-	return func(context.Context, worker.RunContext) ([]tool.Tool, error) {
+func lookupTool(calls *atomic.Int32) tool.Toolset {
+	return func(context.Context, tool.RunContext) ([]tool.Tool, error) {
 		return []tool.Tool{{
 			Def: llm.Tool{Name: "lookup", Description: "Looks a word up.",
 				Parameters: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}},"required":["word"]}`)},
@@ -113,8 +114,8 @@ func setup(t testing.TB, script []llmtest.Turn, maxAttempts int) *bundle {
 	store, err := objectstore.OpenFile(t.TempDir())
 	require.NoError(t, err)
 	calls := &atomic.Int32{}
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: pool, Runs: runs, Keyring: ring, Objects: store, Types: reg,
-		HTTPClient: policy.HTTPClient(0), Toolsets: []worker.Toolset{lookupTool(calls)}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: store,
+		HTTPClient: policy.HTTPClient(0), Toolsets: []tool.Toolset{lookupTool(calls)}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, pool, reg, ring))
 	return &bundle{pool: pool, runs: runs, caller: caller, agentID: head.ID, exec: exec, model: srv, store: store, calls: calls,
 		ring: ring, reg: reg, policy: policy}
 }
@@ -124,14 +125,23 @@ func (b *bundle) worker(name string, slots int, lease, drain time.Duration) *wor
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
+// readers fills in d the domain services an executor reads runs'
+// configurations through, over pool.
+func readers(d worker.ExecutorDeps, pool *pgxpool.Pool, reg *types.Registry, ring *keyring.Ring) worker.ExecutorDeps {
+	d.Agents = agent.NewService(pool, reg, refs.None{})
+	d.Skills = skill.NewService(pool, refs.None{})
+	d.Models = model.NewService(pool, reg, ring)
+	return d
+}
+
 // runWorker runs, until the test ends, a worker of one slot on an executor
 // of the bundle's database, runs, key ring, types and client, with the
 // store, toolsets and prompt sections of d.
 func (b *bundle) runWorker(t *testing.T, d worker.ExecutorDeps) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d.Pool, d.Runs, d.Keyring, d.Types, d.HTTPClient, d.Log = b.pool, b.runs, b.ring, b.reg, b.policy.HTTPClient(0), log
-	w := worker.New(b.pool, b.runs, worker.NewExecutor(d), worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond}, log)
+	d.Runs, d.HTTPClient, d.Log = b.runs, b.policy.HTTPClient(0), log
+	w := worker.New(b.pool, b.runs, worker.NewExecutor(readers(d, b.pool, b.reg, b.ring)), worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond}, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -231,7 +241,7 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 		Config: json.RawMessage(`{"model":"main","instructions":"Be brief.","memories":[{"memory_id":"` + notes.ID + `"}]}`)})
 	require.NoError(t, err)
 	b.runWorker(t, worker.ExecutorDeps{Objects: b.store,
-		Toolsets: []worker.Toolset{worker.MemoryToolset(ts)}, Prompts: []worker.PromptSection{worker.MemoryPrompt(ts)}})
+		Toolsets: []tool.Toolset{worker.MemoryToolset(ts)}, Prompts: []tool.PromptSection{worker.MemoryPrompt(ts)}})
 
 	r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: head.ID, Input: "Where did I live?"})
 	require.NoError(t, err)
@@ -280,7 +290,7 @@ func TestToolCallWriteFailureStopsTheTools(t *testing.T) {
 				CREATE TRIGGER refuse_tool_calls BEFORE INSERT ON thread_event FOR EACH ROW EXECUTE FUNCTION refuse_tool_calls();`)
 			require.NoError(t, err)
 			cancelled := make(chan time.Duration, 1)
-			waitTool := func(context.Context, worker.RunContext) ([]tool.Tool, error) {
+			waitTool := func(context.Context, tool.RunContext) ([]tool.Tool, error) {
 				return []tool.Tool{{
 					Def: llm.Tool{Name: "wait", Description: "Waits.", Parameters: json.RawMessage(`{"type":"object"}`)},
 					Call: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
@@ -299,7 +309,7 @@ func TestToolCallWriteFailureStopsTheTools(t *testing.T) {
 				}}, nil
 			}
 			store := &putRecorder{Store: b.store}
-			b.runWorker(t, worker.ExecutorDeps{Objects: store, Toolsets: []worker.Toolset{waitTool}})
+			b.runWorker(t, worker.ExecutorDeps{Objects: store, Toolsets: []tool.Toolset{waitTool}})
 
 			r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: b.agentID, Input: "go"})
 			require.NoError(t, err)
