@@ -21,7 +21,6 @@ import (
 	"github.com/svcdev/svc/internal/contool"
 	"github.com/svcdev/svc/internal/credential"
 	"github.com/svcdev/svc/internal/dbx"
-	"github.com/svcdev/svc/internal/envhosted"
 	"github.com/svcdev/svc/internal/health"
 	"github.com/svcdev/svc/internal/httpapi"
 	"github.com/svcdev/svc/internal/id"
@@ -35,6 +34,7 @@ import (
 	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/reqbody"
 	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/sandbox/hosted"
 	"github.com/svcdev/svc/internal/supervisor"
 	"github.com/svcdev/svc/internal/sweep"
 	"github.com/svcdev/svc/internal/tool"
@@ -432,7 +432,7 @@ func (a *App) registerSweeps() {
 	a.Sweeps.Register(sweep.Sweep{
 		Name: "renew_environments", Interval: envScan,
 		Run: func(ctx context.Context) error {
-			_, err := a.EnvironmentRuntime.Renew(ctx, envhosted.Types())
+			_, err := a.EnvironmentRuntime.Renew(ctx, hosted.Types())
 			return err
 		},
 	})

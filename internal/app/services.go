@@ -10,10 +10,8 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/endpoint"
-	"github.com/svcdev/svc/internal/envdocker"
-	"github.com/svcdev/svc/internal/envhosted"
 	"github.com/svcdev/svc/internal/environment"
-	"github.com/svcdev/svc/internal/envlocal"
+	"github.com/svcdev/svc/internal/environment/template"
 	"github.com/svcdev/svc/internal/httpapi"
 	"github.com/svcdev/svc/internal/identity"
 	"github.com/svcdev/svc/internal/invitation"
@@ -26,11 +24,13 @@ import (
 	"github.com/svcdev/svc/internal/ratelimit"
 	"github.com/svcdev/svc/internal/refs"
 	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/sandbox/docker"
+	"github.com/svcdev/svc/internal/sandbox/hosted"
+	"github.com/svcdev/svc/internal/sandbox/local"
 	"github.com/svcdev/svc/internal/session"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/stream"
 	"github.com/svcdev/svc/internal/subscription"
-	"github.com/svcdev/svc/internal/template"
 	"github.com/svcdev/svc/internal/webhook"
 )
 
@@ -97,7 +97,7 @@ func (a *App) buildServices() (*Services, error) {
 	vendorTimeout := time.Duration(cfg.Providers.ProbeTimeoutSeconds) * time.Second
 	// The operator's rule on docker networks and users: the provider and
 	// template checks and the docker driver apply the same one.
-	dockerGuard := envdocker.Guard{Networks: cfg.Environments.DockerNetworks, AllowRoot: cfg.Environments.DockerAllowRoot}
+	dockerGuard := docker.Guard{Networks: cfg.Environments.DockerNetworks, AllowRoot: cfg.Environments.DockerAllowRoot}
 	s := &Services{
 		Limiter: ratelimit.New(a.Redis, cfg.Redis.KeyPrefix, log),
 		Auth:    auth.NewAuthenticator(pool, log),
@@ -142,11 +142,11 @@ func (a *App) buildServices() (*Services, error) {
 	// providers.probe_timeout_seconds. The connection authorizations this
 	// process starts name it as their owner, whose driver polls the vendor.
 	s.Providers = provider.NewService(pool, ring, s.Types, s.Policy, probe.New(s.Policy, vendorTimeout))
-	s.Providers.SetConfigCheck(envdocker.TypeID, dockerGuard.ProviderCheck)
+	s.Providers.SetConfigCheck(docker.TypeID, dockerGuard.ProviderCheck)
 	s.Models = model.NewService(pool, s.Types, ring)
 	s.Memories = memory.NewService(pool, s.Types)
 	s.Templates = template.NewService(pool, s.Types)
-	s.Templates.SetConfigCheck(envdocker.TypeID, dockerGuard.TemplateCheck)
+	s.Templates.SetConfigCheck(docker.TypeID, dockerGuard.TemplateCheck)
 	s.Connections = connection.NewService(pool, ring, s.Types, connection.NewVendors(s.Policy, vendorTimeout),
 		connection.Options{Owner: a.ReplicaID, Timeout: vendorTimeout, Log: log})
 	s.Assets = asset.NewService(pool, a.Store, cfg.Limits.AssetBytes, log)
@@ -171,12 +171,12 @@ func (a *App) buildServices() (*Services, error) {
 		stream.Options{Stopping: func() bool { return !a.Health.Started() }})
 
 	// Environments.
-	drivers := envhosted.NewWithTLS(s.Outbound, func(c *tls.Config) *http.Client {
+	drivers := hosted.NewWithTLS(s.Outbound, func(c *tls.Config) *http.Client {
 		return s.Policy.HTTPClient(0, endpoint.WithTLSConfig(c))
 	})
-	drivers[envhosted.TypeModal] = envhosted.NewModal(s.Policy, envhosted.ModalOptions{})
-	drivers[types.LocalType] = envlocal.NewDriver(cfg.Environments, envlocal.Options{})
-	drivers[envdocker.TypeID] = envdocker.New(s.Policy, envdocker.Options{Guard: dockerGuard})
+	drivers[hosted.TypeModal] = hosted.NewModal(s.Policy, hosted.ModalOptions{})
+	drivers[types.LocalType] = local.NewDriver(cfg.Environments, local.Options{})
+	drivers[docker.TypeID] = docker.New(s.Policy, docker.Options{Guard: dockerGuard})
 	s.Environments = environment.NewService(pool)
 	s.EnvironmentRuntime = environment.NewRuntime(pool, ring, drivers, time.Duration(cfg.Environments.RenewalSeconds)*time.Second,
 		log.With("component", "environments"))

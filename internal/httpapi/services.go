@@ -10,6 +10,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/environment"
+	"github.com/svcdev/svc/internal/environment/template"
 	"github.com/svcdev/svc/internal/identity"
 	"github.com/svcdev/svc/internal/invitation"
 	"github.com/svcdev/svc/internal/memory"
@@ -21,7 +22,6 @@ import (
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/stream"
 	"github.com/svcdev/svc/internal/subscription"
-	"github.com/svcdev/svc/internal/template"
 	"github.com/svcdev/svc/internal/webhook"
 )
 

@@ -19,7 +19,6 @@ import (
 	"github.com/svcdev/svc/internal/asset"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/environment"
-	"github.com/svcdev/svc/internal/envlocal"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm/llmtest"
@@ -28,6 +27,7 @@ import (
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/sandbox"
+	"github.com/svcdev/svc/internal/sandbox/local"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/worker"
@@ -87,7 +87,7 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rt := environment.NewRuntime(b.pool, ring, map[string]sandbox.Driver{
-		types.LocalType: envlocal.NewDriver(config.Environments{LocalEnabled: true}, envlocal.Options{}),
+		types.LocalType: local.NewDriver(config.Environments{LocalEnabled: true}, local.Options{}),
 	}, 10*time.Second, log)
 	runs := run.NewService(b.pool, agents, skills, reg, run.Options{MaxAttempts: 3})
 	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
