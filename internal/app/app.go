@@ -38,6 +38,9 @@ import (
 	"github.com/svcdev/svc/internal/supervisor"
 	"github.com/svcdev/svc/internal/sweep"
 	"github.com/svcdev/svc/internal/tool"
+	environmenttool "github.com/svcdev/svc/internal/tool/environment"
+	"github.com/svcdev/svc/internal/tool/subagent"
+	"github.com/svcdev/svc/internal/tool/web"
 	"github.com/svcdev/svc/internal/webhook"
 	"github.com/svcdev/svc/internal/worker"
 	schema "github.com/svcdev/svc/sql"
@@ -147,10 +150,10 @@ func (a *App) buildWorker() {
 		MaxOutputBytes: int(a.cfg.Limits.ModelOutputBytes), MaxToolArgumentBytes: int(a.cfg.Limits.ToolArgumentsBytes),
 		Prompts: []tool.PromptSection{worker.MemoryPrompt(memories)},
 		Toolsets: []tool.Toolset{
-			worker.WebToolset(s.Providers, s.Outbound),
-			worker.EnvironmentToolset(s.EnvironmentRuntime, s.Skills, s.Assets),
-			worker.SubagentToolset(s.Agents, s.Runs, run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
-				MaxLive: a.cfg.Worker.SubagentMaxLiveChildren, MaxTotal: a.cfg.Worker.SubagentMaxDescendants}),
+			web.New(web.Deps{Providers: s.Providers, HTTPClient: s.Outbound}).ForRun,
+			environmenttool.New(environmenttool.Deps{Runtime: s.EnvironmentRuntime, Skills: s.Skills, Assets: s.Assets}).ForRun,
+			subagent.New(subagent.Deps{Agents: s.Agents, Runs: s.Runs, Limits: run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
+				MaxLive: a.cfg.Worker.SubagentMaxLiveChildren, MaxTotal: a.cfg.Worker.SubagentMaxDescendants}}).ForRun,
 			worker.MemoryToolset(memories),
 			worker.ConnectionToolset(contool.New(contool.Deps{Pool: a.Pool, Keyring: a.Keyring, Types: s.Types, HTTPClient: s.Outbound,
 				Log: a.log.With("component", "connections")})),

@@ -30,6 +30,7 @@ import (
 	"github.com/svcdev/svc/internal/sandbox/local"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/tool"
+	environmenttool "github.com/svcdev/svc/internal/tool/environment"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -91,7 +92,7 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 	}, 10*time.Second, log)
 	runs := run.NewService(b.pool, agents, skills, reg, run.Options{MaxAttempts: 3})
 	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
-		HTTPClient: b.exec.HTTPClient(), Toolsets: []tool.Toolset{worker.EnvironmentToolset(rt, skills, assets)}, Log: log}, b.pool, reg, ring))
+		HTTPClient: b.exec.HTTPClient(), Toolsets: []tool.Toolset{environmenttool.New(environmenttool.Deps{Runtime: rt, Skills: skills, Assets: assets}).ForRun}, Log: log}, b.pool, reg, ring))
 	w := worker.New(b.pool, runs, exec, worker.Options{ID: "w1", Slots: 2, Lease: 30 * time.Second, Drain: time.Second, Poll: 50 * time.Millisecond}, log)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

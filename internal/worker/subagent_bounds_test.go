@@ -25,6 +25,7 @@ import (
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/tool"
+	"github.com/svcdev/svc/internal/tool/subagent"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -60,7 +61,7 @@ func newDelegation(t *testing.T, mainScript, helperScript []llmtest.Turn, lim ru
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPorts: []uint16{portOf(t, b.model.URL), portOf(t, helper.URL)},
 		AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
-		HTTPClient: policy.HTTPClient(0), Toolsets: []tool.Toolset{worker.SubagentToolset(agents, runs, lim)}, Log: log}, b.pool, reg, nil))
+		HTTPClient: policy.HTTPClient(0), Toolsets: []tool.Toolset{subagent.New(subagent.Deps{Agents: agents, Runs: runs, Limits: lim}).ForRun}, Log: log}, b.pool, reg, nil))
 	w := worker.New(b.pool, runs, exec, worker.Options{ID: "w1", Slots: slots, Lease: 30 * time.Second, Drain: time.Second, Poll: 50 * time.Millisecond}, log)
 	engine := outbox.NewEngine(b.pool, config.Default().Outbox, "test", log, nil)
 	engine.Register(outbox.KindSubagentResult, run.NewSubagentResults(b.pool))

@@ -4,64 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
 
-	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/contool"
 	"github.com/svcdev/svc/internal/memtool"
-	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/tool"
-	"github.com/svcdev/svc/internal/webtool"
 )
-
-// WebToolset offers the agent's web toolset (web_search, web_fetch) through
-// its web provider. Every call checks that the provider is still enabled, so
-// disabling it stops new use at once; the model sees the refusal.
-func WebToolset(providers *provider.Service, client *http.Client) tool.Toolset {
-	return func(ctx context.Context, rc tool.RunContext) ([]tool.Tool, error) {
-		w := rc.Config.Tools.Web
-		if w == nil {
-			return nil, nil
-		}
-		p, err := providers.OpenForRun(ctx, rc.Run.WorkspaceID, types.KindWeb, w.ProviderID)
-		if apperr.KindOf(err) == apperr.KindNotFound {
-			return nil, &run.Failure{Code: "not_found", Message: "the agent's web provider no longer exists"}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read web provider: %w", err)
-		}
-		cred, err := p.CredentialJSON()
-		if err != nil {
-			return nil, err
-		}
-		c, err := webtool.New(webtool.Provider{Type: p.Type, Config: p.Config, Credential: cred, HTTPClient: client})
-		if err != nil {
-			return nil, &run.Failure{Code: "invalid_configuration", Message: fmt.Sprintf("the web provider cannot be used: %v", err)}
-		}
-		tools := webtool.Tools(c, w.Operations)
-		for i := range tools {
-			tools[i].Call = whileEnabled(providers, rc.Run.WorkspaceID, p.ID, tools[i].Call)
-		}
-		return tools, nil
-	}
-}
-
-// whileEnabled refuses a call once provider providerID is disabled.
-func whileEnabled(providers *provider.Service, workspaceID, providerID string, call func(context.Context, json.RawMessage) (tool.Result, error)) func(context.Context, json.RawMessage) (tool.Result, error) {
-	return func(ctx context.Context, args json.RawMessage) (tool.Result, error) {
-		enabled, err := providers.Enabled(ctx, workspaceID, providerID)
-		if err != nil {
-			return tool.Result{}, err
-		}
-		if !enabled {
-			return tool.Errorf("the provider of this tool is disabled; it cannot be used"), nil
-		}
-		return call(ctx, args)
-	}
-}
 
 // MemoryToolset offers memory_search, memory_read and memory_write over the
 // agent's memories; records written carry the run's id.

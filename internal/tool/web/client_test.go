@@ -1,4 +1,4 @@
-package webtool
+package web
 
 import (
 	"context"
@@ -21,9 +21,9 @@ func TestNew(t *testing.T) {
 	key := json.RawMessage(`{"api_key":"` + testKey + `"}`)
 	for _, typ := range reg.List(types.KindWeb) {
 		cfg := json.RawMessage(`{"base_url":"https://searx.example.org","search_engine_id":"cx"}`)
-		c, err := New(Provider{Type: typ.ID, Config: cfg, Credential: key})
+		c, err := NewClient(Provider{Type: typ.ID, Config: cfg, Credential: key})
 		if err != nil {
-			t.Fatalf("New(%s): %v", typ.ID, err)
+			t.Fatalf("NewClient(%s): %v", typ.ID, err)
 		}
 		for _, op := range []types.Operation{types.OperationSearch, types.OperationFetch} {
 			if c.Serves(op) != slices.Contains(typ.Operations, op) {
@@ -46,7 +46,7 @@ func TestNew(t *testing.T) {
 		{"config not an object", Provider{Type: "brave", Credential: key, Config: json.RawMessage(`[1]`)}, "config is not a JSON object"},
 	}
 	for _, tc := range cases {
-		_, err := New(tc.p)
+		_, err := NewClient(tc.p)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
@@ -54,10 +54,10 @@ func TestNew(t *testing.T) {
 			noSecrets(t, err.Error())
 		}
 	}
-	if _, err := New(Provider{Type: "openai"}); !errors.Is(err, ErrUnknownType) {
+	if _, err := NewClient(Provider{Type: "openai"}); !errors.Is(err, ErrUnknownType) {
 		t.Errorf("a model type: %v, want ErrUnknownType", err)
 	}
-	if _, err := New(Provider{Type: "searxng", Config: json.RawMessage(`{"base_url":"http://searx.local"}`)}); err != nil {
+	if _, err := NewClient(Provider{Type: "searxng", Config: json.RawMessage(`{"base_url":"http://searx.local"}`)}); err != nil {
 		t.Errorf("searxng needs no credential: %v", err)
 	}
 }

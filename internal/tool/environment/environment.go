@@ -1,4 +1,10 @@
-package worker
+// Package environment is the environment toolset: run_command, read_file,
+// write_file and list_files in the environment of an agent with an
+// environment template. The thread's environment is made or reopened (package
+// environment's Runtime) on the first call, not before: a run that never uses
+// it costs nothing. The files of the run's skills' packages are placed in it
+// under skills/<skill name>/ when it is attached.
+package environment
 
 import (
 	"bytes"
@@ -23,33 +29,43 @@ import (
 	"github.com/svcdev/svc/internal/tool"
 )
 
-// EnvironmentToolset offers the environment tools (run_command, read_file,
-// write_file, list_files) of an agent with an environment template. The
-// thread's environment is made or reopened on the first call, not before:
-// a run that never uses it costs nothing.
-//
-// The files of the run's skills' packages are placed in the environment
-// under skills/<skill name>/ when it is attached, so the skills' scripts are
-// at hand; a package that cannot be placed is a tool error.
-func EnvironmentToolset(rt *environment.Runtime, skills *skill.Service, assets *asset.Service) tool.Toolset {
-	return func(_ context.Context, rc tool.RunContext) ([]tool.Tool, error) {
-		e := rc.Config.Tools.Environment
-		if e == nil {
-			return nil, nil
-		}
-		s := &envSession{rt: rt, rc: rc, templateID: e.TemplateID, skills: skills, assets: assets}
-		rc.OnClose(s.close)
-		return s.tools(), nil
+// Deps are what the environment toolset reads and calls through.
+type Deps struct {
+	// Runtime makes, reopens and touches the threads' environments.
+	Runtime *environment.Runtime
+	// Skills answer the names and packages of the run's skills, and Assets
+	// the packages' archives.
+	Skills *skill.Service
+	Assets *asset.Service
+}
+
+// Toolset builds the environment tools of runs.
+type Toolset struct{ d Deps }
+
+// New returns the environment toolset.
+func New(d Deps) *Toolset { return &Toolset{d: d} }
+
+var _ tool.Toolset = (*Toolset)(nil).ForRun
+
+// ForRun offers the environment tools of an agent with an environment
+// template; none for an agent without. The environment is attached on the
+// first call and released when the attempt ends; a skill package that
+// cannot be placed in it is a tool error.
+func (t *Toolset) ForRun(_ context.Context, rc tool.RunContext) ([]tool.Tool, error) {
+	e := rc.Config.Tools.Environment
+	if e == nil {
+		return nil, nil
 	}
+	s := &envSession{d: t.d, rc: rc, templateID: e.TemplateID}
+	rc.OnClose(s.close)
+	return s.tools(), nil
 }
 
 // envSession attaches the thread's environment once per attempt.
 type envSession struct {
-	rt         *environment.Runtime
+	d          Deps
 	rc         tool.RunContext
 	templateID string
-	skills     *skill.Service
-	assets     *asset.Service
 
 	mu   sync.Mutex
 	acq  *environment.Acquired
@@ -72,7 +88,7 @@ func (s *envSession) instance(ctx context.Context) (sandbox.Instance, *tool.Resu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.acq == nil {
-		acq, err := s.rt.Acquire(ctx, s.rc.Run.WorkspaceID, s.rc.Run.ThreadID, s.templateID, s.rc.Run.CreatedByID)
+		acq, err := s.d.Runtime.Acquire(ctx, s.rc.Run.WorkspaceID, s.rc.Run.ThreadID, s.templateID, s.rc.Run.CreatedByID)
 		var u *environment.Unusable
 		if errors.As(err, &u) {
 			res := tool.Errorf("the environment cannot be used: %s", u.Reason)
@@ -94,7 +110,7 @@ func (s *envSession) instance(ctx context.Context) (sandbox.Instance, *tool.Resu
 		}
 		s.acq, s.last = &acq, time.Now()
 	} else if time.Since(s.last) > 10*time.Second {
-		if err := s.rt.Touch(ctx, s.acq.ID); err != nil {
+		if err := s.d.Runtime.Touch(ctx, s.acq.ID); err != nil {
 			return nil, nil, err
 		}
 		s.last = time.Now()
@@ -242,13 +258,13 @@ func (s *envSession) placeSkills(ctx context.Context, inst sandbox.Instance) err
 	for i, sr := range s.rc.Run.SkillRevisions {
 		pins[i] = revision.Pin{HeadID: sr.SkillID, RevisionID: sr.RevisionID}
 	}
-	skills, err := s.skills.Pinned(ctx, s.rc.Run.WorkspaceID, pins)
+	skills, err := s.d.Skills.Pinned(ctx, s.rc.Run.WorkspaceID, pins)
 	if err != nil {
 		return err
 	}
 	used := map[string]bool{}
 	for _, sk := range skills {
-		dir := "skills/" + strings.TrimPrefix(toolName("", sk.Name, used), "_")
+		dir := "skills/" + strings.TrimPrefix(tool.Name("", sk.Name, used), "_")
 		if sk.Config.Package == nil {
 			continue
 		}
@@ -268,11 +284,11 @@ func (s *envSession) placeSkills(ctx context.Context, inst sandbox.Instance) err
 // readPackage reads a skill package's archive, at most one byte past what a
 // package may hold (skillpkg refuses it then).
 func (s *envSession) readPackage(ctx context.Context, assetID string) ([]byte, error) {
-	a, err := s.assets.GetForRun(ctx, s.rc.Run.WorkspaceID, assetID)
+	a, err := s.d.Assets.GetForRun(ctx, s.rc.Run.WorkspaceID, assetID)
 	if err != nil {
 		return nil, err
 	}
-	rd, err := s.assets.Open(ctx, a, 0, -1)
+	rd, err := s.d.Assets.Open(ctx, a, 0, -1)
 	if err != nil {
 		return nil, err
 	}

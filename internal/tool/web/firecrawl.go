@@ -1,4 +1,4 @@
-package webtool
+package web
 
 import (
 	"context"

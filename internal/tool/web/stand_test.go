@@ -1,4 +1,4 @@
-package webtool
+package web
 
 import (
 	"encoding/json"
@@ -136,9 +136,9 @@ func newTestClient(t *testing.T, typ string, config map[string]any) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Provider{Type: typ, Config: cfg, Credential: json.RawMessage(`{"api_key":"` + testKey + `"}`)})
+	c, err := NewClient(Provider{Type: typ, Config: cfg, Credential: json.RawMessage(`{"api_key":"` + testKey + `"}`)})
 	if err != nil {
-		t.Fatalf("New(%s): %v", typ, err)
+		t.Fatalf("NewClient(%s): %v", typ, err)
 	}
 	c.retryWait = 5 * time.Millisecond
 	return c

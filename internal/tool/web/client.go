@@ -1,8 +1,9 @@
-// Package webtool is the web toolset: web search and page fetch through an
+// Package web is the web toolset: web search and page fetch through an
 // agent's web provider (brave, exa, firecrawl, google_cse, jina, kagi,
 // searxng, serpapi, serper, tavily). A Client speaks one provider's vendor
 // API; Tools turns it into the web_search and web_fetch tools the agent loop
-// offers to the model.
+// offers to the model; Toolset.ForRun builds them for a run from its
+// agent's web provider (package provider opens it).
 //
 // svc never fetches a page itself: web_fetch sends the URL to the vendor
 // (Jina Reader, Firecrawl scrape, Exa contents, Tavily extract), which
@@ -12,7 +13,7 @@
 // Errors never carry the credential, a request URL (two vendors take the key
 // in the query string) or any part of a vendor's answer: an *Error's message
 // is our own words with the HTTP status.
-package webtool
+package web
 
 import (
 	"context"
@@ -112,11 +113,11 @@ type Client struct {
 	attemptTimeout time.Duration
 }
 
-// New returns a client of the provider. It fails for a type that is not an
+// NewClient returns a client of the provider. It fails for a type that is not an
 // installed web type, a config that is not an object, a config that leaves
 // out what the type needs (search_engine_id, a SearXNG base_url), and a type
 // that requires a credential when none is given.
-func New(p Provider) (*Client, error) {
+func NewClient(p Provider) (*Client, error) {
 	reg, err := types.New(types.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("webtool: provider types: %w", err)
