@@ -28,7 +28,6 @@ import (
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/mail"
 	"github.com/svcdev/svc/internal/memory"
-	"github.com/svcdev/svc/internal/memtool"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/outbox"
@@ -39,6 +38,7 @@ import (
 	"github.com/svcdev/svc/internal/sweep"
 	"github.com/svcdev/svc/internal/tool"
 	environmenttool "github.com/svcdev/svc/internal/tool/environment"
+	memorytool "github.com/svcdev/svc/internal/tool/memory"
 	"github.com/svcdev/svc/internal/tool/subagent"
 	"github.com/svcdev/svc/internal/tool/web"
 	"github.com/svcdev/svc/internal/webhook"
@@ -143,18 +143,18 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 // build has, over the process's services.
 func (a *App) buildWorker() {
 	s := a.Services
-	memories := memtool.New(memtool.Deps{Pool: a.Pool, Ring: a.Keyring, Registry: s.Types, Policy: s.Policy,
+	memories := memorytool.New(memorytool.Deps{Memories: s.Memories, Registry: s.Types, Policy: s.Policy,
 		Timeout: time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second})
 	exec := worker.NewExecutor(worker.ExecutorDeps{
 		Runs: s.Runs, Agents: s.Agents, Skills: s.Skills, Models: s.Models, Objects: a.Store, HTTPClient: s.Outbound, Log: a.log,
 		MaxOutputBytes: int(a.cfg.Limits.ModelOutputBytes), MaxToolArgumentBytes: int(a.cfg.Limits.ToolArgumentsBytes),
-		Prompts: []tool.PromptSection{worker.MemoryPrompt(memories)},
+		Prompts: []tool.PromptSection{memories.Prompt},
 		Toolsets: []tool.Toolset{
 			web.New(web.Deps{Providers: s.Providers, HTTPClient: s.Outbound}).ForRun,
 			environmenttool.New(environmenttool.Deps{Runtime: s.EnvironmentRuntime, Skills: s.Skills, Assets: s.Assets}).ForRun,
 			subagent.New(subagent.Deps{Agents: s.Agents, Runs: s.Runs, Limits: run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
 				MaxLive: a.cfg.Worker.SubagentMaxLiveChildren, MaxTotal: a.cfg.Worker.SubagentMaxDescendants}}).ForRun,
-			worker.MemoryToolset(memories),
+			memories.ForRun,
 			worker.ConnectionToolset(contool.New(contool.Deps{Pool: a.Pool, Keyring: a.Keyring, Types: s.Types, HTTPClient: s.Outbound,
 				Log: a.log.With("component", "connections")})),
 		},

@@ -144,7 +144,7 @@ func (a *App) buildServices() (*Services, error) {
 	s.Providers = provider.NewService(pool, ring, s.Types, s.Policy, probe.New(s.Policy, vendorTimeout))
 	s.Providers.SetConfigCheck(docker.TypeID, dockerGuard.ProviderCheck)
 	s.Models = model.NewService(pool, s.Types, ring)
-	s.Memories = memory.NewService(pool, s.Types)
+	s.Memories = memory.NewService(pool, s.Types, ring)
 	s.Templates = template.NewService(pool, s.Types)
 	s.Templates.SetConfigCheck(docker.TypeID, dockerGuard.TemplateCheck)
 	s.Connections = connection.NewService(pool, ring, s.Types, connection.NewVendors(s.Policy, vendorTimeout),

@@ -67,7 +67,7 @@ func setupPurge(t *testing.T, typ string) *purgeBundle {
 	return &purgeBundle{
 		pool: pool, ring: ring, reg: reg, srv: srv, policy: policy,
 		providers: provider.NewService(pool, ring, reg, policy, probe.New(policy, purgeTimeout)),
-		memories:  memory.NewService(pool, reg),
+		memories:  memory.NewService(pool, reg, ring),
 		purger:    memory.NewPurger(pool, ring, reg, policy, purgeTimeout),
 		caller:    &auth.Caller{PrincipalID: admin.PrincipalID, WorkspaceID: admin.WorkspaceID, OrganizationID: admin.OrganizationID, Role: auth.RoleAdmin},
 	}

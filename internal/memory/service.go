@@ -15,6 +15,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/types"
@@ -27,12 +28,14 @@ type Service struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
 	reg  *types.Registry
+	ring *keyring.Ring
 }
 
 // NewService returns a service over pool; reg is the installed provider types
-// (a record memory's provider must have an installed memory type).
-func NewService(pool *pgxpool.Pool, reg *types.Registry) *Service {
-	return &Service{pool: pool, q: db.New(), reg: reg}
+// (a record memory's provider must have an installed memory type), and runs
+// open their record memories' providers' credentials with ring.
+func NewService(pool *pgxpool.Pool, reg *types.Registry, ring *keyring.Ring) *Service {
+	return &Service{pool: pool, q: db.New(), reg: reg, ring: ring}
 }
 
 // Create creates a memory in the caller's workspace. A record memory's

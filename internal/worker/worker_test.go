@@ -29,7 +29,6 @@ import (
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/memory"
-	"github.com/svcdev/svc/internal/memtool"
 	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/provider/types"
@@ -40,6 +39,7 @@ import (
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/tool"
+	memorytool "github.com/svcdev/svc/internal/tool/memory"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -225,10 +225,10 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 	t.Parallel()
 	b := setup(t, []llmtest.Turn{{Text: "You lived in Lisbon."}}, 3)
 	ctx := t.Context()
-	mems := memory.NewService(b.pool, b.reg)
+	mems := memory.NewService(b.pool, b.reg, b.ring)
 	notes, err := mems.Create(ctx, b.caller, memory.CreateInput{Name: "notes", Description: "What the user told us.", Kind: memory.KindBuiltin})
 	require.NoError(t, err)
-	ts := memtool.New(memtool.Deps{Pool: b.pool, Ring: b.ring, Registry: b.reg, Policy: b.policy})
+	ts := memorytool.New(memorytool.Deps{Memories: mems, Registry: b.reg, Policy: b.policy})
 	memTools, err := ts.Tools(ctx, b.caller.WorkspaceID, []string{notes.ID})
 	require.NoError(t, err)
 	for _, content := range []string{`{"memory":"notes","content":"The user lived in Lisbon for ten years."}`, `{"memory":"notes","content":"Bananas are yellow."}`} {
@@ -241,7 +241,7 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 		Config: json.RawMessage(`{"model":"main","instructions":"Be brief.","memories":[{"memory_id":"` + notes.ID + `"}]}`)})
 	require.NoError(t, err)
 	b.runWorker(t, worker.ExecutorDeps{Objects: b.store,
-		Toolsets: []tool.Toolset{worker.MemoryToolset(ts)}, Prompts: []tool.PromptSection{worker.MemoryPrompt(ts)}})
+		Toolsets: []tool.Toolset{ts.ForRun}, Prompts: []tool.PromptSection{ts.Prompt}})
 
 	r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: head.ID, Input: "Where did I live?"})
 	require.NoError(t, err)
@@ -261,7 +261,7 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 		name, _ := fn["name"].(string)
 		names = append(names, name)
 	}
-	require.Contains(t, names, memtool.SearchTool)
+	require.Contains(t, names, memorytool.SearchTool)
 }
 
 // TestToolCallWriteFailureStopsTheTools: the step's tool.call events are

@@ -1,4 +1,4 @@
-package memtool
+package memory
 
 import (
 	"context"
@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/svcdev/svc/gen/db"
-	"github.com/svcdev/svc/internal/memory"
+	mem "github.com/svcdev/svc/internal/memory"
+	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/probe"
-	"github.com/svcdev/svc/internal/secret"
 )
 
 // Record is a record as the tools answer it.
@@ -48,14 +45,14 @@ func refusef(format string, args ...any) error {
 // refusal when it can no longer be used: deleted, its provider disabled or
 // gone, its credential unreadable.
 func (t *Toolset) open(ctx context.Context, workspaceID string, m memoryInfo) (store, error) {
-	row, err := t.q.MemoryToolTarget(ctx, t.pool, db.MemoryToolTargetParams{WorkspaceID: workspaceID, ID: m.ID})
+	row, ok, err := t.memories.TargetForRun(ctx, workspaceID, m.ID)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, refusef("memory %s does not exist (it was deleted, or is not of this workspace)", m.ID)
 	case err != nil:
-		return nil, fmt.Errorf("memtool: read memory %s: %w", m.ID, err)
+		return nil, fmt.Errorf("memory tools: %w", err)
+	case !ok:
+		return nil, refusef("memory %s does not exist (it was deleted, or is not of this workspace)", m.ID)
 	}
-	if memory.Kind(row.Kind) == memory.KindBuiltin {
+	if row.Kind == mem.KindBuiltin {
 		return &builtinStore{ts: t, workspaceID: workspaceID, memoryID: row.ID}, nil
 	}
 	if row.ProviderID == nil || row.Namespace == nil || row.ProviderType == nil || row.ProviderEnabled == nil {
@@ -70,14 +67,14 @@ func (t *Toolset) open(ctx context.Context, workspaceID string, m memoryInfo) (s
 	}
 	target := probe.Target{Type: typ, Config: map[string]any{}}
 	if err := json.Unmarshal(row.ProviderConfig, &target.Config); err != nil {
-		return nil, fmt.Errorf("memtool: provider %s: stored config: %w", *row.ProviderID, err)
+		return nil, fmt.Errorf("memory tools: provider %s: stored config: %w", *row.ProviderID, err)
 	}
-	if err := secret.Open(t.ring, *row.ProviderID, row.ProviderCredential, &target.Credential); err != nil {
-		if errors.Is(err, secret.ErrUnreadable) {
+	if target.Credential, err = row.Credential(); err != nil {
+		if errors.Is(err, provider.ErrSecretUnreadable) {
 			return nil, refusef("memory %s cannot be used: the stored credential of its provider %s cannot be opened; an administrator must set it again",
 				m.ID, *row.ProviderID)
 		}
-		return nil, fmt.Errorf("memtool: provider %s: open credential: %w", *row.ProviderID, err)
+		return nil, fmt.Errorf("memory tools: %w", err)
 	}
 	v := vendor{client: t.client, timeout: t.timeout, target: target, namespace: *row.Namespace}
 	switch typ.ID {

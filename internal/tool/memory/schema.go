@@ -1,4 +1,4 @@
-package memtool
+package memory
 
 import (
 	"encoding/json"
@@ -32,7 +32,7 @@ func object(props schema, required ...string) json.RawMessage {
 	})
 	if err != nil {
 		// The schema is built from strings and numbers; it always encodes.
-		panic("memtool: encode a tool schema: " + err.Error())
+		panic("memory tools: encode a tool schema: " + err.Error())
 	}
 	return b
 }

@@ -1,4 +1,4 @@
-package memtool
+package memory
 
 import (
 	"context"
@@ -9,8 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/svcdev/svc/gen/db"
-	"github.com/svcdev/svc/internal/memory"
+	mem "github.com/svcdev/svc/internal/memory"
 )
 
 // Bounds of the memories' context.
@@ -37,9 +36,9 @@ func (t *Toolset) Context(ctx context.Context, workspaceID string, memoryIDs []s
 	if len(ids) == 0 {
 		return "", nil
 	}
-	rows, err := t.q.MemoryToolList(ctx, t.pool, db.MemoryToolListParams{WorkspaceID: workspaceID, Ids: ids})
+	rows, err := t.memories.ListForRun(ctx, workspaceID, ids)
 	if err != nil {
-		return "", fmt.Errorf("memtool: read the memories of workspace %s: %w", workspaceID, err)
+		return "", fmt.Errorf("memory tools: %w", err)
 	}
 	set := newMemorySet(ids, rows)
 
@@ -117,7 +116,7 @@ func (t *Toolset) Context(ctx context.Context, workspaceID string, memoryIDs []s
 // configuration knows no language and so no word's other forms.
 func recallQuery(m memoryInfo, input string) string {
 	input = strings.TrimSpace(strings.ReplaceAll(input, "\x00", ""))
-	if memory.Kind(m.Kind) != memory.KindBuiltin {
+	if m.Kind != mem.KindBuiltin {
 		return cutBytes(input, MaxQueryBytes)
 	}
 	seen := map[string]bool{}

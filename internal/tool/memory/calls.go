@@ -1,4 +1,4 @@
-package memtool
+package memory
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package memtool
+package memory
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/svcdev/svc/gen/db"
+	mem "github.com/svcdev/svc/internal/memory"
 )
 
 // maxListedDescription bounds, in characters, each memory's description as
@@ -18,7 +18,7 @@ const maxListedDescription = 200
 type memoryInfo struct {
 	ID          string
 	Name        string
-	Kind        string
+	Kind        mem.Kind
 	Description string
 	// Vendor is the provider type of a record memory ("" for builtin).
 	Vendor string
@@ -35,8 +35,8 @@ type memorySet struct {
 }
 
 // newMemorySet pairs the listed ids with the rows found.
-func newMemorySet(ids []string, rows []db.MemoryToolListRow) memorySet {
-	byID := make(map[string]db.MemoryToolListRow, len(rows))
+func newMemorySet(ids []string, rows []mem.RunMemory) memorySet {
+	byID := make(map[string]mem.RunMemory, len(rows))
 	for _, r := range rows {
 		byID[r.ID] = r
 	}

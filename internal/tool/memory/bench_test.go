@@ -1,4 +1,4 @@
-package memtool_test
+package memory_test
 
 import (
 	"encoding/json"
@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/internal/memtool"
+	memorytool "github.com/svcdev/svc/internal/tool/memory"
 )
 
 // BenchmarkBuiltinSearch measures memory_search over one builtin memory of
 // 10,000 records of about 40 words each (no full-text index: every record of
 // the memory is parsed per search). Run with TEST_DATABASE_URL set:
 //
-//	go test -run '^$' -bench BuiltinSearch ./internal/memtool
+//	go test -run '^$' -bench BuiltinSearch ./internal/tool/memory
 func BenchmarkBuiltinSearch(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
@@ -33,7 +33,7 @@ func BenchmarkBuiltinSearch(b *testing.B) {
 			list, err := bb.ts.Tools(b.Context(), bb.caller.WorkspaceID, []string{m.ID})
 			require.NoError(b, err)
 			search := list[0]
-			require.Equal(b, memtool.SearchTool, search.Def.Name)
+			require.Equal(b, memorytool.SearchTool, search.Def.Name)
 			args, _ := json.Marshal(map[string]any{"memory": m.ID, "query": "w42 w4242", "limit": 10})
 			b.ResetTimer()
 			for b.Loop() {

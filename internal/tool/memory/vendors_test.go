@@ -1,4 +1,4 @@
-package memtool_test
+package memory_test
 
 import (
 	"encoding/json"
@@ -12,9 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/internal/keyring"
-	"github.com/svcdev/svc/internal/memtool"
+	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/types"
+	memorytool "github.com/svcdev/svc/internal/tool/memory"
 )
 
 // stand is a memory vendor stand-in under test.
@@ -48,9 +49,9 @@ func TestRecordMemoriesWriteReadSearch(t *testing.T) {
 			tools := b.tools(t, b.caller, m.ID)
 
 			// A namespace never written: nothing found, nothing to read.
-			none := ok[searchAnswer](t, call(t, tools[memtool.SearchTool], "", map[string]any{"memory": "vectors", "query": "apples"}))
+			none := ok[searchAnswer](t, call(t, tools[memorytool.SearchTool], "", map[string]any{"memory": "vectors", "query": "apples"}))
 			require.Empty(t, none.Records)
-			require.Contains(t, failed(t, call(t, tools[memtool.ReadTool], "", map[string]any{"memory": "vectors", "id": "mrec_01jd5v6w1q3yb8j8y3tn9z2k7h"})), "has no record")
+			require.Contains(t, failed(t, call(t, tools[memorytool.ReadTool], "", map[string]any{"memory": "vectors", "id": "mrec_01jd5v6w1q3yb8j8y3tn9z2k7h"})), "has no record")
 
 			apples := write(t, tools, "run_7", "vectors", "Apples grow best in cool climates; apples need pollinators.", map[string]any{"topic": "fruit", "tags": []string{"a", "b"}, "run_id": "forged"})
 			pears := write(t, tools, "run_7", m.ID, "Pears ripen off the tree, unlike apples.", nil)
@@ -64,14 +65,14 @@ func TestRecordMemoriesWriteReadSearch(t *testing.T) {
 			require.Equal(t, "Apples grow best in cool climates; apples need pollinators.", stored[0].Fields["content"])
 			require.JSONEq(t, `{"run_id":"run_7","tags":["a","b"],"topic":"fruit"}`, stored[0].Fields["metadata"].(string))
 
-			got := ok[readAnswer](t, call(t, tools[memtool.ReadTool], "", map[string]any{"memory": "vectors", "id": apples}))
+			got := ok[readAnswer](t, call(t, tools[memorytool.ReadTool], "", map[string]any{"memory": "vectors", "id": apples}))
 			require.Equal(t, m.ID, got.Memory)
 			require.Equal(t, apples, got.ID)
 			require.Equal(t, "Apples grow best in cool climates; apples need pollinators.", got.Content)
 			require.Equal(t, map[string]any{"topic": "fruit", "tags": []any{"a", "b"}, "run_id": "run_7"}, got.Metadata)
 			require.Nil(t, got.Score)
 
-			found := ok[searchAnswer](t, call(t, tools[memtool.SearchTool], "", map[string]any{"memory": "vectors", "query": "apples pollinators", "limit": 2}))
+			found := ok[searchAnswer](t, call(t, tools[memorytool.SearchTool], "", map[string]any{"memory": "vectors", "query": "apples pollinators", "limit": 2}))
 			require.Len(t, found.Records, 2)
 			require.Equal(t, apples, found.Records[0].ID)
 			require.Equal(t, pears, found.Records[1].ID)
@@ -79,7 +80,7 @@ func TestRecordMemoriesWriteReadSearch(t *testing.T) {
 			require.Equal(t, "Pears ripen off the tree, unlike apples.", found.Records[1].Content)
 			require.Equal(t, map[string]any{"run_id": "run_7"}, found.Records[1].Metadata)
 
-			require.Contains(t, failed(t, call(t, tools[memtool.ReadTool], "", map[string]any{"memory": "vectors", "id": "mrec_01jd5v6w1q3yb8j8y3tn9z2k7h"})), "has no record")
+			require.Contains(t, failed(t, call(t, tools[memorytool.ReadTool], "", map[string]any{"memory": "vectors", "id": "mrec_01jd5v6w1q3yb8j8y3tn9z2k7h"})), "has no record")
 			require.Empty(t, fake.Problems(), "every request spoke the vendor's protocol")
 			for _, path := range fake.Paths() {
 				require.Contains(t, path, *m.Namespace, "every request names the memory's namespace")
@@ -104,10 +105,10 @@ func TestRecordMemoryProviderStateIsAToolError(t *testing.T) {
 			disabled, etag := false, p.ETag()
 			p, err := b.providers.Update(t.Context(), b.caller, types.KindMemory, provider.UpdateInput{ID: p.ID, IfMatch: &etag, Enabled: &disabled})
 			require.NoError(t, err)
-			require.Contains(t, failed(t, call(t, tools[memtool.SearchTool], "", search)), "memory provider "+p.ID+" is disabled")
-			require.Contains(t, failed(t, call(t, tools[memtool.WriteTool], "", map[string]any{"memory": "vectors", "content": "x"})), "is disabled")
+			require.Contains(t, failed(t, call(t, tools[memorytool.SearchTool], "", search)), "memory provider "+p.ID+" is disabled")
+			require.Contains(t, failed(t, call(t, tools[memorytool.WriteTool], "", map[string]any{"memory": "vectors", "content": "x"})), "is disabled")
 			require.Empty(t, fake.Paths())
-			require.Contains(t, b.tools(t, b.caller, m.ID)[memtool.ReadTool].Def.Description,
+			require.Contains(t, b.tools(t, b.caller, m.ID)[memorytool.ReadTool].Def.Description,
 				`"vectors" (`+m.ID+`) [unusable for now: its memory provider is disabled]`)
 
 			// Enabled again, with a key the vendor refuses: the key and the
@@ -118,7 +119,7 @@ func TestRecordMemoryProviderStateIsAToolError(t *testing.T) {
 				ID: p.ID, IfMatch: &etag, Enabled: &enabled, Credential: provider.Set(map[string]any{"api_key": "wrong-key-fedcba9876543210"}),
 			})
 			require.NoError(t, err)
-			msg := failed(t, call(t, tools[memtool.SearchTool], "", search))
+			msg := failed(t, call(t, tools[memorytool.SearchTool], "", search))
 			require.Contains(t, msg, "refused the memory provider's credential (HTTP 401)")
 			require.NotContains(t, msg, "wrong-key")
 			require.NotContains(t, msg, "nvalid")
@@ -128,7 +129,7 @@ func TestRecordMemoryProviderStateIsAToolError(t *testing.T) {
 			require.NoError(t, keyring.Generate(otherRing))
 			ring, err := keyring.Load(otherRing)
 			require.NoError(t, err)
-			other := memtool.New(memtool.Deps{Pool: b.pool, Ring: ring, Registry: b.reg, Policy: b.policy, Timeout: callTimeout})
+			other := memorytool.New(memorytool.Deps{Memories: memory.NewService(b.pool, b.reg, ring), Registry: b.reg, Policy: b.policy, Timeout: callTimeout})
 			list, err := other.Tools(t.Context(), b.caller.WorkspaceID, []string{m.ID})
 			require.NoError(t, err)
 			raw, _ := json.Marshal(search)
@@ -152,14 +153,14 @@ func TestRecordMemoryVendorFailuresAreToolErrors(t *testing.T) {
 			writeArgs := map[string]any{"memory": "vectors", "content": "remember"}
 
 			fake.FailNext(http.StatusServiceUnavailable)
-			require.Contains(t, failed(t, call(t, tools[memtool.WriteTool], "", writeArgs)), "answered HTTP 503, a server error")
+			require.Contains(t, failed(t, call(t, tools[memorytool.WriteTool], "", writeArgs)), "answered HTTP 503, a server error")
 			fake.FailNext(http.StatusTooManyRequests)
-			require.Contains(t, failed(t, call(t, tools[memtool.SearchTool], "", map[string]any{"memory": "vectors", "query": "x"})), "rate limiting")
+			require.Contains(t, failed(t, call(t, tools[memorytool.SearchTool], "", map[string]any{"memory": "vectors", "query": "x"})), "rate limiting")
 			require.Empty(t, fake.Records(*m.Namespace))
 
 			start := time.Now()
 			fake.FailNext(0)
-			msg := failed(t, call(t, tools[memtool.WriteTool], "", writeArgs))
+			msg := failed(t, call(t, tools[memorytool.WriteTool], "", writeArgs))
 			require.Contains(t, msg, "within 2s")
 			require.Less(t, time.Since(start), callTimeout+time.Second)
 
@@ -180,10 +181,10 @@ func TestRecordMemoriesAreIsolatedByWorkspace(t *testing.T) {
 	other := b.otherWorkspace(t)
 	mine := b.builtin(t, other, "notes", "")
 	tools := b.tools(t, other, mine.ID, m.ID)
-	require.NotContains(t, tools[memtool.SearchTool].Def.Description, "vectors")
+	require.NotContains(t, tools[memorytool.SearchTool].Def.Description, "vectors")
 	before := len(fake.Paths())
-	require.Contains(t, failed(t, call(t, tools[memtool.SearchTool], "", map[string]any{"memory": m.ID, "query": "swordfish"})), "does not exist")
-	require.Contains(t, failed(t, call(t, tools[memtool.WriteTool], "", map[string]any{"memory": m.ID, "content": "x"})), "does not exist")
+	require.Contains(t, failed(t, call(t, tools[memorytool.SearchTool], "", map[string]any{"memory": m.ID, "query": "swordfish"})), "does not exist")
+	require.Contains(t, failed(t, call(t, tools[memorytool.WriteTool], "", map[string]any{"memory": m.ID, "content": "x"})), "does not exist")
 	require.Len(t, fake.Paths(), before, "no call reached the vendor for another workspace's memory")
 }
 
@@ -201,7 +202,7 @@ func TestPineconeIndexWithoutTheContentFieldIsExplained(t *testing.T) {
 	b := setup(t, f.Server, refusing)
 	p := b.memoryProvider(t, "pinecone", refusing, vendorKey)
 	m := b.recordMemory(t, p, "vectors")
-	msg := failed(t, call(t, b.tools(t, b.caller, m.ID)[memtool.WriteTool], "", map[string]any{"memory": "vectors", "content": "x"}))
+	msg := failed(t, call(t, b.tools(t, b.caller, m.ID)[memorytool.WriteTool], "", map[string]any{"memory": "vectors", "content": "x"}))
 	require.Contains(t, msg, `field_map maps text to the field "content"`)
 	require.NotContains(t, msg, "chunk_text")
 	require.True(t, strings.HasPrefix(msg, "Pinecone refused"), msg)

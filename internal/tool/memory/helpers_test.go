@@ -1,4 +1,4 @@
-package memtool_test
+package memory_test
 
 import (
 	"context"
@@ -20,13 +20,13 @@ import (
 	"github.com/svcdev/svc/internal/identity"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/memory"
-	"github.com/svcdev/svc/internal/memtool"
 	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/tool"
+	memorytool "github.com/svcdev/svc/internal/tool/memory"
 )
 
 // callTimeout bounds each call of the toolset under test; only the test of a
@@ -41,7 +41,7 @@ type bundle struct {
 	providers *provider.Service
 	memories  *memory.Service
 	caller    *auth.Caller
-	ts        *memtool.Toolset
+	ts        *memorytool.Toolset
 }
 
 // setup makes a database with a workspace, a key ring, and an endpoint
@@ -60,10 +60,10 @@ func setup(t testing.TB, servers ...*httptest.Server) *bundle {
 	b := &bundle{
 		pool: pool, ring: ring, reg: reg, policy: policy,
 		providers: provider.NewService(pool, ring, reg, policy, probe.New(policy, callTimeout)),
-		memories:  memory.NewService(pool, reg),
+		memories:  memory.NewService(pool, reg, ring),
 		caller:    &auth.Caller{PrincipalID: admin.PrincipalID, WorkspaceID: admin.WorkspaceID, OrganizationID: admin.OrganizationID, Role: auth.RoleAdmin, OrganizationRole: auth.OrgOwner},
 	}
-	b.ts = memtool.New(memtool.Deps{Pool: pool, Ring: ring, Registry: reg, Policy: policy, Timeout: callTimeout})
+	b.ts = memorytool.New(memorytool.Deps{Memories: b.memories, Registry: reg, Policy: policy, Timeout: callTimeout})
 	return b
 }
 
@@ -142,7 +142,7 @@ func call(t testing.TB, tl tool.Tool, runID string, args any) tool.Result {
 	require.NoError(t, err)
 	ctx := t.Context()
 	if runID != "" {
-		ctx = memtool.WithCallOptions(ctx, memtool.CallOptions{RunID: runID})
+		ctx = memorytool.WithCallOptions(ctx, memorytool.CallOptions{RunID: runID})
 	}
 	res, err := tl.Call(ctx, raw)
 	require.NoError(t, err)
@@ -194,12 +194,12 @@ func write(t testing.TB, tools map[string]tool.Tool, runID, memoryArg, content s
 	if metadata != nil {
 		args["metadata"] = metadata
 	}
-	w := ok[writeAnswer](t, call(t, tools[memtool.WriteTool], runID, args))
+	w := ok[writeAnswer](t, call(t, tools[memorytool.WriteTool], runID, args))
 	require.Regexp(t, `^mrec_[0-9a-z]{26}$`, w.ID)
 	return w.ID
 }
 
 // ctxWithRun is a context carrying a run id, for direct calls.
 func ctxWithRun(ctx context.Context, runID string) context.Context {
-	return memtool.WithCallOptions(ctx, memtool.CallOptions{RunID: runID})
+	return memorytool.WithCallOptions(ctx, memorytool.CallOptions{RunID: runID})
 }

@@ -1,4 +1,4 @@
-package memtool
+package memory
 
 import (
 	"bytes"
@@ -83,7 +83,7 @@ func (v vendor) do(ctx context.Context, method, path string, query url.Values, c
 func (v vendor) postJSON(ctx context.Context, path string, payload any) (answer, error) {
 	b, err := json.Marshal(payload)
 	if err != nil {
-		return answer{}, fmt.Errorf("memtool: encode the %s request: %w", v.name(), err)
+		return answer{}, fmt.Errorf("memory tools: encode the %s request: %w", v.name(), err)
 	}
 	return v.do(ctx, http.MethodPost, path, nil, "application/json", b)
 }

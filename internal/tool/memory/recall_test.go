@@ -1,4 +1,4 @@
-package memtool_test
+package memory_test
 
 import (
 	"net/http"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/internal/memtool"
+	memorytool "github.com/svcdev/svc/internal/tool/memory"
 )
 
 // TestContextRecallsRecordsForTheInput: the memories' part of the system
@@ -31,7 +31,7 @@ func TestContextRecallsRecordsForTheInput(t *testing.T) {
 	got, err := b.ts.Context(t.Context(), b.caller.WorkspaceID, []string{notes.ID, vectors.ID, gone}, input)
 	require.NoError(t, err)
 	require.Contains(t, got, "## Memories")
-	require.Contains(t, got, memtool.SearchTool)
+	require.Contains(t, got, memorytool.SearchTool)
 	require.Contains(t, got, `"notes" (`+notes.ID+`): Facts about the user's travels.`)
 	require.Contains(t, got, gone+": does not exist")
 	require.Contains(t, got, `- "notes", record `+paris+`: The user lived in Paris, near the Seine.`, "one line per record")

@@ -1,4 +1,4 @@
-// Package memtool is the memory toolset: the tools the agent loop offers a
+// Package memory is the memory toolset: the tools the agent loop offers a
 // run for the memories its agent lists (AgentConfig.memories). There are
 // three, shared by all of the agent's memories, each naming the memory in its
 // `memory` argument (the memory's id or name, an enum in the schema):
@@ -19,11 +19,13 @@
 // called through the endpoint policy with the provider's current config and
 // opened credential (see docs/decisions/0033-memory-toolset.md).
 //
-// Each call reads the memory and its provider again: a memory deleted, or
+// Memories, their providers and builtin records are read and written
+// through the memory service (package memory under internal/). Each call
+// reads the memory and its provider again: a memory deleted, or
 // whose provider was disabled, since the tools were built gives the model a
 // tool error, as do bad arguments and a vendor's refusal. A Go error means a
 // failure of svc (the database) or of the call's context.
-package memtool
+package memory
 
 import (
 	"context"
@@ -32,11 +34,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/endpoint"
-	"github.com/svcdev/svc/internal/keyring"
+	mem "github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/tool"
 )
@@ -60,10 +59,9 @@ const DefaultTimeout = 30 * time.Second
 
 // Deps are what the toolset needs.
 type Deps struct {
-	// Pool is the database of memories, providers and builtin records.
-	Pool *pgxpool.Pool
-	// Ring opens memory providers' sealed credentials.
-	Ring *keyring.Ring
+	// Memories read the memories, their providers (credentials opened) and
+	// builtin memories' records.
+	Memories *mem.Service
 	// Registry describes the provider types (base URL, headers, auth).
 	Registry *types.Registry
 	// Policy guards every call to a memory vendor.
@@ -75,12 +73,10 @@ type Deps struct {
 
 // Toolset builds the memory tools of runs. It is safe for concurrent use.
 type Toolset struct {
-	pool    *pgxpool.Pool
-	ring    *keyring.Ring
-	reg     *types.Registry
-	q       *db.Queries
-	client  *http.Client
-	timeout time.Duration
+	memories *mem.Service
+	reg      *types.Registry
+	client   *http.Client
+	timeout  time.Duration
 }
 
 // New returns the toolset.
@@ -90,7 +86,7 @@ func New(deps Deps) *Toolset {
 		timeout = DefaultTimeout
 	}
 	return &Toolset{
-		pool: deps.Pool, ring: deps.Ring, reg: deps.Registry, q: db.New(),
+		memories: deps.Memories, reg: deps.Registry,
 		client: deps.Policy.HTTPClient(timeout), timeout: timeout,
 	}
 }
@@ -126,9 +122,9 @@ func (t *Toolset) Tools(ctx context.Context, workspaceID string, memoryIDs []str
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := t.q.MemoryToolList(ctx, t.pool, db.MemoryToolListParams{WorkspaceID: workspaceID, Ids: ids})
+	rows, err := t.memories.ListForRun(ctx, workspaceID, ids)
 	if err != nil {
-		return nil, fmt.Errorf("memtool: read the memories of workspace %s: %w", workspaceID, err)
+		return nil, fmt.Errorf("memory tools: %w", err)
 	}
 	set := newMemorySet(ids, rows)
 	b := &binding{set: set, ts: t, workspaceID: workspaceID}

@@ -1,4 +1,4 @@
-package memtool_test
+package memory_test
 
 import (
 	"encoding/json"
