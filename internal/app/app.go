@@ -18,7 +18,6 @@ import (
 	"github.com/svcdev/svc/internal/checkpoint"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/console"
-	"github.com/svcdev/svc/internal/contool"
 	"github.com/svcdev/svc/internal/credential"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/health"
@@ -37,6 +36,7 @@ import (
 	"github.com/svcdev/svc/internal/supervisor"
 	"github.com/svcdev/svc/internal/sweep"
 	"github.com/svcdev/svc/internal/tool"
+	connectiontool "github.com/svcdev/svc/internal/tool/connection"
 	environmenttool "github.com/svcdev/svc/internal/tool/environment"
 	memorytool "github.com/svcdev/svc/internal/tool/memory"
 	"github.com/svcdev/svc/internal/tool/subagent"
@@ -155,8 +155,8 @@ func (a *App) buildWorker() {
 			subagent.New(subagent.Deps{Agents: s.Agents, Runs: s.Runs, Limits: run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
 				MaxLive: a.cfg.Worker.SubagentMaxLiveChildren, MaxTotal: a.cfg.Worker.SubagentMaxDescendants}}).ForRun,
 			memories.ForRun,
-			worker.ConnectionToolset(contool.New(contool.Deps{Pool: a.Pool, Keyring: a.Keyring, Types: s.Types, HTTPClient: s.Outbound,
-				Log: a.log.With("component", "connections")})),
+			connectiontool.New(connectiontool.Deps{Connections: s.Connections, HTTPClient: s.Outbound,
+				Log: a.log.With("component", "connections")}).ForRun,
 		},
 	})
 	a.Worker = worker.New(a.Pool, s.Runs, exec, worker.Options{

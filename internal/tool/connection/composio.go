@@ -1,4 +1,4 @@
-package contool
+package connection
 
 import (
 	"bytes"

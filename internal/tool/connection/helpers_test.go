@@ -1,4 +1,4 @@
-package contool_test
+package connection_test
 
 import (
 	"context"
@@ -20,7 +20,6 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/connection/composiotest"
-	"github.com/svcdev/svc/internal/contool"
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/identity"
@@ -31,6 +30,7 @@ import (
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/tool"
+	connectiontool "github.com/svcdev/svc/internal/tool/connection"
 )
 
 const testKey = "sk-composio-test-5be1d07c"
@@ -48,7 +48,7 @@ type bundle struct {
 	caller      *auth.Caller
 	provider    provider.Provider
 	clock       *clock
-	tools       *contool.Toolset
+	tools       *connectiontool.Toolset
 }
 
 // clock is a settable time.
@@ -90,8 +90,8 @@ func setup(t *testing.T) *bundle {
 		clock: &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
 	}
 	b.provider = b.composioProvider(t, b.caller)
-	b.tools = contool.New(contool.Deps{
-		Pool: pool, Keyring: ring, Types: reg, HTTPClient: policy.HTTPClient(0), Timeout: 5 * time.Second, Now: b.clock.Now,
+	b.tools = connectiontool.New(connectiontool.Deps{
+		Connections: b.connections, HTTPClient: policy.HTTPClient(0), Timeout: 5 * time.Second, Now: b.clock.Now,
 	})
 	return b
 }

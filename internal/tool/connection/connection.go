@@ -1,28 +1,28 @@
-// Package contool offers the actions of an agent's connections as tools
-// (AgentConfig.tools.connections; docs/decisions/0034-connection-tools.md).
+// Package connection is the connection toolset: it offers the actions of an
+// agent's connections as tools (AgentConfig.tools.connections;
+// docs/decisions/0034-connection-tools.md).
 //
 // A connection is an account connected through Composio. Tools discovers the
 // actions (Composio's "tools") of each connection's toolkit with their input
 // JSON Schemas, keeps those the agent's allow-list names (at most MaxActions
 // per connection), and offers each as a tool whose call executes the action
 // as the connected account. Every call reads the connection and its provider
-// again, so a disabled, revoked or re-authorized connection, a disabled
+// again through the connection service (package connection under
+// internal/), so a disabled, revoked or re-authorized connection, a disabled
 // provider or a rotated key takes effect at the next call.
-package contool
+package connection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/agent"
-	"github.com/svcdev/svc/internal/keyring"
-	"github.com/svcdev/svc/internal/provider/types"
+	conn "github.com/svcdev/svc/internal/connection"
+	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/tool"
 )
 
@@ -39,11 +39,9 @@ const (
 
 // Deps are what a Toolset reads and calls.
 type Deps struct {
-	Pool *pgxpool.Pool
-	// Keyring opens the provider's and the connection's sealed credentials.
-	Keyring *keyring.Ring
-	// Types fills in the defaults of a provider's config (base_url).
-	Types *types.Registry
+	// Connections read the connections and their providers, credentials
+	// opened.
+	Connections *conn.Service
 	// HTTPClient is the endpoint policy's guarded client; Timeout bounds
 	// each call made through it (0: DefaultTimeout).
 	HTTPClient *http.Client
@@ -60,7 +58,6 @@ type Deps struct {
 // use; its cache of discovered actions is shared by the runs of the process.
 type Toolset struct {
 	d     Deps
-	q     *db.Queries
 	log   *slog.Logger
 	cache *cache
 }
@@ -80,22 +77,15 @@ func New(deps Deps) *Toolset {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Toolset{d: deps, q: db.New(), log: log, cache: newCache(deps.CacheTTL, deps.Now)}
+	return &Toolset{d: deps, log: log, cache: newCache(deps.CacheTTL, deps.Now)}
 }
 
-// Codes of Error.
+// Codes of Error: those of conn.Unusable, and CodeUnavailable.
 const (
-	// CodeNotFound: no such connection in the workspace.
-	CodeNotFound = "not_found"
-	// CodeDisabled: the connection or its provider is disabled.
-	CodeDisabled = "disabled"
-	// CodeUnauthorized: the connection has no credential (revoked, or its
-	// authorization never completed).
-	CodeUnauthorized = "unauthorized"
-	// CodeInvalidConfiguration: the connection or its provider cannot be
-	// used as configured (a credential that cannot be opened, a provider
-	// type that offers no tools).
-	CodeInvalidConfiguration = "invalid_configuration"
+	CodeNotFound             = conn.CodeNotFound
+	CodeDisabled             = conn.CodeDisabled
+	CodeUnauthorized         = conn.CodeUnauthorized
+	CodeInvalidConfiguration = conn.CodeInvalidConfiguration
 	// CodeUnavailable: Composio did not list the connection's actions.
 	CodeUnavailable = "unavailable"
 )
@@ -156,4 +146,21 @@ func (t *Toolset) Tools(ctx context.Context, workspaceID string, refs []agent.Co
 		}
 	}
 	return out, nil
+}
+
+var _ tool.Toolset = (*Toolset)(nil).ForRun
+
+// ForRun offers the actions of the run's agent's connections (Tools); none
+// when it lists none. A connection that cannot be used when the attempt
+// starts (disabled, revoked, gone) fails the run, as a disabled model does;
+// Composio out of reach is a failure of the attempt, retried.
+func (t *Toolset) ForRun(ctx context.Context, rc tool.RunContext) ([]tool.Tool, error) {
+	if len(rc.Config.Tools.Connections) == 0 {
+		return nil, nil
+	}
+	tools, err := t.Tools(ctx, rc.Run.WorkspaceID, rc.Config.Tools.Connections)
+	if ce, ok := errors.AsType[*Error](err); ok && !ce.Transient {
+		return nil, &run.Failure{Code: ce.Code, Message: ce.Msg}
+	}
+	return tools, err
 }

@@ -1,4 +1,4 @@
-package contool_test
+package connection_test
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 
 	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/connection/composiotest"
-	"github.com/svcdev/svc/internal/contool"
 	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/secret"
+	connectiontool "github.com/svcdev/svc/internal/tool/connection"
 )
 
 // TestToolsOfferAndCall: every action of the connection's toolkit is a tool
@@ -91,7 +91,7 @@ func TestAtMostMaxActions(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var many []composiotest.Tool
-	for i := range contool.MaxActions + 6 {
+	for i := range connectiontool.MaxActions + 6 {
 		many = append(many, composiotest.Tool{Slug: fmt.Sprintf("GITHUB_ACTION_%03d", i), Toolkit: "github", Version: "1", Description: "An action."})
 	}
 	b.srv.AddTools(many...)
@@ -99,11 +99,11 @@ func TestAtMostMaxActions(t *testing.T) {
 
 	tools, err := b.tools.Tools(t.Context(), b.caller.WorkspaceID, refs(conn.ID, nil))
 	require.NoError(t, err)
-	require.Len(t, tools, contool.MaxActions)
+	require.Len(t, tools, connectiontool.MaxActions)
 	require.Equal(t, "GITHUB_ACTION_000", tools[0].Def.Name)
-	require.Equal(t, fmt.Sprintf("GITHUB_ACTION_%03d", contool.MaxActions-1), tools[contool.MaxActions-1].Def.Name)
+	require.Equal(t, fmt.Sprintf("GITHUB_ACTION_%03d", connectiontool.MaxActions-1), tools[connectiontool.MaxActions-1].Def.Name)
 	for _, tl := range tools {
-		require.Contains(t, tl.Def.Description, fmt.Sprintf("Only the first %d actions of this connection are offered.", contool.MaxActions))
+		require.Contains(t, tl.Def.Description, fmt.Sprintf("Only the first %d actions of this connection are offered.", connectiontool.MaxActions))
 	}
 }
 
@@ -124,7 +124,7 @@ func TestCache(t *testing.T) {
 	require.Len(t, b.srv.ToolLists(), 1)
 	get([]string{"GITHUB_CREATE_AN_ISSUE"})
 	require.Len(t, b.srv.ToolLists(), 2)
-	b.clock.Advance(contool.DefaultCacheTTL + time.Second)
+	b.clock.Advance(connectiontool.DefaultCacheTTL + time.Second)
 	get(nil)
 	require.Len(t, b.srv.ToolLists(), 3)
 }
@@ -188,17 +188,17 @@ func TestRefusedAtCallTime(t *testing.T) {
 			off, star := false, "*"
 			_, err := b.connections.Update(t.Context(), b.caller, connection.UpdateInput{ID: c.ID, IfMatch: &star, Enabled: &off})
 			require.NoError(t, err)
-		}, contool.CodeDisabled, "the connection is disabled"},
+		}, connectiontool.CodeDisabled, "the connection is disabled"},
 		{"connection revoked", func(t *testing.T, b *bundle, c connection.Connection) {
 			star := "*"
 			_, err := b.connections.Revoke(t.Context(), b.caller, c.ID, &star)
 			require.NoError(t, err)
-		}, contool.CodeUnauthorized, "the connection has no credential"},
+		}, connectiontool.CodeUnauthorized, "the connection has no credential"},
 		{"provider disabled", func(t *testing.T, b *bundle, _ connection.Connection) {
 			off, star := false, "*"
 			_, err := b.providers.Update(t.Context(), b.caller, types.KindConnector, provider.UpdateInput{ID: b.provider.ID, IfMatch: &star, Enabled: &off})
 			require.NoError(t, err)
-		}, contool.CodeDisabled, "the connection's provider is disabled"},
+		}, connectiontool.CodeDisabled, "the connection's provider is disabled"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,7 +216,7 @@ func TestRefusedAtCallTime(t *testing.T) {
 			require.Empty(t, b.srv.Executions())
 
 			_, err = b.tools.Tools(t.Context(), b.caller.WorkspaceID, refs(conn.ID, nil))
-			var ce *contool.Error
+			var ce *connectiontool.Error
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, tc.code, ce.Code)
 			require.Equal(t, conn.ID, ce.ConnectionID)
@@ -268,9 +268,9 @@ func TestWorkspaceIsolation(t *testing.T) {
 	theirs, _ := b.connect(t, other, b.composioProvider(t, other), "github", "theirs")
 
 	_, err := b.tools.Tools(t.Context(), b.caller.WorkspaceID, refs(theirs.ID, nil))
-	var ce *contool.Error
+	var ce *connectiontool.Error
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, contool.CodeNotFound, ce.Code)
+	require.Equal(t, connectiontool.CodeNotFound, ce.Code)
 	require.Empty(t, b.srv.ToolLists())
 
 	tools, err := b.tools.Tools(t.Context(), other.WorkspaceID, refs(theirs.ID, nil))
@@ -291,7 +291,7 @@ func TestVendorFailures(t *testing.T) {
 		}})
 	gh = append(gh, composiotest.Tool{Slug: "GITHUB_HUGE", Toolkit: "github", Version: "20250909_00",
 		Run: func(map[string]any) (any, string) {
-			return map[string]any{"blob": strings.Repeat("é", contool.MaxResultBytes)}, ""
+			return map[string]any{"blob": strings.Repeat("é", connectiontool.MaxResultBytes)}, ""
 		}})
 	b.srv.AddTools(gh...)
 	conn, account := b.connect(t, b.caller, b.provider, "github", "gh")
@@ -313,7 +313,7 @@ func TestVendorFailures(t *testing.T) {
 
 	res = call(t, huge, `{}`)
 	require.False(t, res.IsError)
-	require.LessOrEqual(t, len(res.Text), contool.MaxResultBytes+100)
+	require.LessOrEqual(t, len(res.Text), connectiontool.MaxResultBytes+100)
 	require.Contains(t, res.Text, "[truncated: the result has")
 
 	for _, tc := range []struct {
@@ -357,9 +357,9 @@ func TestListingFailures(t *testing.T) {
 	}{{500, true}, {429, true}, {401, false}} {
 		b.srv.FailNext(1, tc.status)
 		_, err := b.tools.Tools(t.Context(), b.caller.WorkspaceID, refs(conn.ID, nil))
-		var ce *contool.Error
+		var ce *connectiontool.Error
 		require.ErrorAs(t, err, &ce)
-		require.Equal(t, contool.CodeUnavailable, ce.Code)
+		require.Equal(t, connectiontool.CodeUnavailable, ce.Code)
 		require.Equal(t, tc.transient, ce.Transient, tc.status)
 		require.Contains(t, ce.Msg, fmt.Sprintf("HTTP %d", tc.status))
 		noKey(t, err.Error())
@@ -395,8 +395,8 @@ func TestUnauthorizedConnection(t *testing.T) {
 	})
 	require.NoError(t, err)
 	_, err = b.tools.Tools(t.Context(), b.caller.WorkspaceID, refs(conn.ID, nil))
-	var ce *contool.Error
+	var ce *connectiontool.Error
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, contool.CodeUnauthorized, ce.Code)
+	require.Equal(t, connectiontool.CodeUnauthorized, ce.Code)
 	require.Empty(t, b.srv.ToolLists())
 }
