@@ -11,8 +11,8 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/id"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
@@ -30,7 +30,7 @@ func setup(t testing.TB) *testBundle {
 	t.Helper()
 	pool := testdb.New(t)
 	admin := testfactory.Bootstrap(t, pool)
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	prv := id.New(id.Provider)
 	_, err = pool.Exec(t.Context(), `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
@@ -40,7 +40,7 @@ func setup(t testing.TB) *testBundle {
 		VALUES ($1, 'main', $2, 'responses', 'gpt-5', $3, $3)`, admin.WorkspaceID, prv, admin.PrincipalID)
 	require.NoError(t, err)
 	return &testBundle{
-		pool: pool, svc: agent.NewService(pool, reg, refs.None{}),
+		pool: pool, svc: agent.NewService(pool, reg, refcheck.None{}),
 		caller: &auth.Caller{PrincipalID: admin.PrincipalID, OrganizationID: admin.OrganizationID, WorkspaceID: admin.WorkspaceID, Role: auth.RoleEditor},
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/svcdev/svc/internal/checkpoint"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/console"
-	"github.com/svcdev/svc/internal/credential"
+	"github.com/svcdev/svc/internal/credexpiry"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/health"
 	"github.com/svcdev/svc/internal/httpapi"
@@ -360,7 +360,7 @@ func (a *App) registerSweeps() {
 		Name:     "expire_credentials",
 		Interval: time.Duration(a.cfg.Auth.ExpiryScanSeconds) * time.Second,
 		Run: func(ctx context.Context) error {
-			res, err := credential.Expire(ctx, a.Pool)
+			res, err := credexpiry.Expire(ctx, a.Pool)
 			if n := res.LoginSessions + res.MailLinks + res.InvitationConfirmations + res.Invitations; n > 0 {
 				a.log.Info("expired credentials deleted", "login_sessions", res.LoginSessions, "mail_links", res.MailLinks,
 					"invitation_confirmations", res.InvitationConfirmations, "invitations", res.Invitations)

@@ -19,10 +19,10 @@ import (
 	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/provider"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/ratelimit"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/sandbox/docker"
 	"github.com/svcdev/svc/internal/sandbox/hosted"
@@ -41,7 +41,7 @@ import (
 type Services struct {
 	// Types is the registry of installed provider types (their JSON
 	// Schemas, compiled once).
-	Types *types.Registry
+	Types *catalog.Registry
 	// Policy guards every outbound call (vendors, webhooks, environments);
 	// Outbound is its client without a timeout, shared by the environment
 	// drivers and the worker's vendor calls.
@@ -67,7 +67,7 @@ type Services struct {
 	Connections *connection.Service
 	Assets      *asset.Service
 	// Agents and Skills check what their configurations name in other
-	// domains through refs.Workspace.
+	// domains through refcheck.Workspace.
 	Agents *agent.Service
 	Skills *skill.Service
 
@@ -84,7 +84,7 @@ type Services struct {
 	Events *stream.Hub
 	// Environments lists and reads environments for the API;
 	// EnvironmentRuntime makes, reuses and maintains them through the drivers
-	// of the installed environment types.
+	// of the installed environment catalog.
 	Environments       *environment.Service
 	EnvironmentRuntime *environment.Runtime
 }
@@ -103,7 +103,7 @@ func (a *App) buildServices() (*Services, error) {
 		Auth:    auth.NewAuthenticator(pool, log),
 	}
 	var err error
-	if s.Types, err = types.New(types.Options{LocalEnabled: cfg.Environments.LocalEnabled}); err != nil {
+	if s.Types, err = catalog.New(catalog.Options{LocalEnabled: cfg.Environments.LocalEnabled}); err != nil {
 		return nil, err
 	}
 	if s.Policy, err = endpoint.NewPolicy(cfg.EndpointPolicy); err != nil {
@@ -150,7 +150,7 @@ func (a *App) buildServices() (*Services, error) {
 	s.Connections = connection.NewService(pool, ring, s.Types, connection.NewVendors(s.Policy, vendorTimeout),
 		connection.Options{Owner: a.ReplicaID, Timeout: vendorTimeout, Log: log})
 	s.Assets = asset.NewService(pool, a.Store, cfg.Limits.AssetBytes, log)
-	references := refs.Workspace{Types: s.Types, Connections: s.Connections, Assets: s.Assets}
+	references := refcheck.Workspace{Types: s.Types, Connections: s.Connections, Assets: s.Assets}
 	s.Agents = agent.NewService(pool, s.Types, references)
 	s.Skills = skill.NewService(pool, references)
 	s.Subscriptions = subscription.NewService(pool, ring, s.Policy, subscription.WithMaxPerWorkspace(cfg.Limits.SubscriptionsPerWorkspace))
@@ -175,7 +175,7 @@ func (a *App) buildServices() (*Services, error) {
 		return s.Policy.HTTPClient(0, endpoint.WithTLSConfig(c))
 	})
 	drivers[hosted.TypeModal] = hosted.NewModal(s.Policy, hosted.ModalOptions{})
-	drivers[types.LocalType] = local.NewDriver(cfg.Environments, local.Options{})
+	drivers[catalog.LocalType] = local.NewDriver(cfg.Environments, local.Options{})
 	drivers[docker.TypeID] = docker.New(s.Policy, docker.Options{Guard: dockerGuard})
 	s.Environments = environment.NewService(pool)
 	s.EnvironmentRuntime = environment.NewRuntime(pool, ring, drivers, time.Duration(cfg.Environments.RenewalSeconds)*time.Second,

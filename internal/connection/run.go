@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/svcdev/svc/gen/db"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/secret"
 )
 
@@ -75,7 +75,7 @@ func (s *Service) TargetForRun(ctx context.Context, workspaceID, connectionID st
 		return RunTarget{}, &Unusable{ConnectionID: connectionID, Code: code, Msg: msg}
 	}
 	switch {
-	case row.ProviderKind != string(types.KindConnector):
+	case row.ProviderKind != string(catalog.KindConnector):
 		return fail(CodeNotFound, "the connection's provider is not a connector provider of the workspace")
 	case !row.Enabled:
 		return fail(CodeDisabled, "the connection is disabled")

@@ -16,7 +16,7 @@ import (
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/ratelimit"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
@@ -35,8 +35,8 @@ type Services struct {
 	// Clients tells the client address invitation acceptances are counted
 	// against.
 	Clients *ratelimit.Clients
-	// Types is the registry of installed provider types.
-	Types *types.Registry
+	// Types is the registry of installed provider catalog.
+	Types *catalog.Registry
 
 	Identity      *identity.Service
 	Invitations   *invitation.Service

@@ -14,7 +14,7 @@ import (
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 // Reason says why a run cannot use its model.
@@ -86,7 +86,7 @@ func (u *Unusable) refusal() error {
 // 404 not_found or 409 disabled, and a provider type this build has (else 409
 // conflict). The provider is locked FOR SHARE, so a concurrent disable is
 // either seen or waits until tx ends.
-func RequireUsable(ctx context.Context, tx pgx.Tx, reg *types.Registry, workspaceID, key string) error {
+func RequireUsable(ctx context.Context, tx pgx.Tx, reg *catalog.Registry, workspaceID, key string) error {
 	row, err := db.New().ModelForRunStart(ctx, tx, db.ModelForRunStartParams{WorkspaceID: workspaceID, Key: key})
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return dbx.Translate(err, "model")

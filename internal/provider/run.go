@@ -8,7 +8,7 @@ import (
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/keyring"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/secret"
 )
 
@@ -35,7 +35,7 @@ func (o Opened) CredentialJSON() (json.RawMessage, error) {
 // now and opens its secrets, for a run that calls it (its web toolset, say).
 // An absent provider is apperr not_found. Whether a disabled provider may
 // still be used is the caller's rule; Opened.Enabled says.
-func (s *Service) OpenForRun(ctx context.Context, workspaceID string, k types.Kind, providerID string) (Opened, error) {
+func (s *Service) OpenForRun(ctx context.Context, workspaceID string, k catalog.Kind, providerID string) (Opened, error) {
 	row, err := s.q.ProviderGet(ctx, s.pool, db.ProviderGetParams{WorkspaceID: workspaceID, Kind: string(k), ID: providerID})
 	if err != nil {
 		return Opened{}, dbx.Translate(err, "provider")

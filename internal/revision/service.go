@@ -17,7 +17,7 @@ import (
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/labels"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/resource"
 )
 
@@ -365,5 +365,5 @@ func refNotFound(err error, field, reason string) error {
 	if apperr.KindOf(err) != apperr.KindNotFound {
 		return err
 	}
-	return refs.NotFound(field, reason)
+	return refcheck.NotFound(field, reason)
 }

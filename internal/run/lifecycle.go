@@ -14,7 +14,7 @@ import (
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/model"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/webhook"
 )
@@ -25,7 +25,7 @@ type lifecycle struct {
 	q           *db.Queries
 	agents      *agent.Service
 	skills      *skill.Service
-	reg         *types.Registry
+	reg         *catalog.Registry
 	maxAttempts int32
 }
 

@@ -24,7 +24,7 @@ import (
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/objectstore/objectstoretest"
 	"github.com/svcdev/svc/internal/outbox"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/tool"
@@ -128,7 +128,7 @@ func newOrphanEnv(t *testing.T, store objectstore.Store, list listing, script []
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The sweep's deletion of an expired attempt's checkpoints waits a
 	// lease (a second here) for a worker that may still be writing.
-	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refs.None{}), skill.NewService(b.pool, refs.None{}), b.reg,
+	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refcheck.None{}), skill.NewService(b.pool, refcheck.None{}), b.reg,
 		run.Options{MaxAttempts: 3, Lease: time.Second})
 	engine := outbox.NewEngine(b.pool, config.Default().Outbox, "test", log, nil)
 	engine.Register(outbox.KindCheckpointCleanup, checkpoint.NewCleaner(store))

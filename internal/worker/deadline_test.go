@@ -14,7 +14,7 @@ import (
 	"github.com/svcdev/svc/internal/agentloop"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/tool"
@@ -53,7 +53,7 @@ func TestTimeLimitByDatabaseClock(t *testing.T) {
 			t.Parallel()
 			b := setup(t, tc.script, 3)
 			ctx := t.Context()
-			agents := agent.NewService(b.pool, b.reg, refs.None{})
+			agents := agent.NewService(b.pool, b.reg, refcheck.None{})
 			head, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "timed", Config: json.RawMessage(
 				fmt.Sprintf(`{"model":"main","limits":{"timeout_seconds":%d}}`, tc.timeout))})
 			require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestTimeLimitEndsALongToolCall(t *testing.T) {
 	}
 	b := setup(t, script, 3)
 	ctx := t.Context()
-	agents := agent.NewService(b.pool, b.reg, refs.None{})
+	agents := agent.NewService(b.pool, b.reg, refcheck.None{})
 	head, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "timed", Config: json.RawMessage(
 		`{"model":"main","limits":{"timeout_seconds":2}}`)})
 	require.NoError(t, err)

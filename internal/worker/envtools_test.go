@@ -22,8 +22,8 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm/llmtest"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/sandbox"
@@ -59,7 +59,7 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `INSERT INTO environment_template (id, workspace_id, provider_id, name, config, idle_delete_seconds, created_by_id, updated_by_id)
 		VALUES ($1, $2, $3, 'dev', $4, 60, $5, $5)`, tpl, b.caller.WorkspaceID, prv, tplCfg, b.caller.PrincipalID)
 	require.NoError(t, err)
-	reg, err := types.New(types.Options{LocalEnabled: true})
+	reg, err := catalog.New(catalog.Options{LocalEnabled: true})
 	require.NoError(t, err)
 	// A skill whose package holds a script: it is placed in the environment.
 	assets := asset.NewService(b.pool, b.store, 1<<20, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -72,7 +72,7 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 	require.NoError(t, zw.Close())
 	pkg, err := assets.Create(ctx, b.caller, asset.CreateInput{Name: "greeter.zip", ContentType: "application/zip", Size: int64(zipped.Len()), Body: &zipped})
 	require.NoError(t, err)
-	wsRefs := refs.Workspace{Types: reg, Assets: assets}
+	wsRefs := refcheck.Workspace{Types: reg, Assets: assets}
 	skills := skill.NewService(b.pool, wsRefs)
 	greeter, err := skills.Create(ctx, b.caller, revision.CreateInput{Name: "Greeter",
 		Config: json.RawMessage(`{"instructions":"Run skills/greeter/bin/greet.sh to greet.","package":{"asset_id":"` + pkg.ID + `"}}`)})
@@ -88,7 +88,7 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rt := environment.NewRuntime(b.pool, ring, map[string]sandbox.Driver{
-		types.LocalType: local.NewDriver(config.Environments{LocalEnabled: true}, local.Options{}),
+		catalog.LocalType: local.NewDriver(config.Environments{LocalEnabled: true}, local.Options{}),
 	}, 10*time.Second, log)
 	runs := run.NewService(b.pool, agents, skills, reg, run.Options{MaxAttempts: 3})
 	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,

@@ -19,7 +19,7 @@ import (
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/llm/llmtest"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
@@ -44,7 +44,7 @@ func (b *bundle) addTenant(t testing.TB, srv *llmtest.ChatServer) (*auth.Caller,
 	_, err = b.pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
 		VALUES ($1, 'main', $2, 'chat_completions', 'scripted-1', $3, $3)`, c.WorkspaceID, prv, c.PrincipalID)
 	require.NoError(t, err)
-	head, err := agent.NewService(b.pool, b.reg, refs.None{}).Create(ctx, &c, revision.CreateInput{Name: "noisy",
+	head, err := agent.NewService(b.pool, b.reg, refcheck.None{}).Create(ctx, &c, revision.CreateInput{Name: "noisy",
 		Config: json.RawMessage(`{"model":"main"}`)})
 	require.NoError(t, err)
 	return &c, head.ID
@@ -109,7 +109,7 @@ func TestNoisyWorkspaceDoesNotStarveAnother(t *testing.T) {
 // and the others.
 func (b *bundle) limitedRuns(t testing.TB, maxRunning int, others ...*llmtest.ChatServer) (*run.Service, *worker.Executor) {
 	t.Helper()
-	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refs.None{}), skill.NewService(b.pool, refs.None{}), b.reg,
+	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refcheck.None{}), skill.NewService(b.pool, refcheck.None{}), b.reg,
 		run.Options{MaxAttempts: 3, MaxRunning: maxRunning})
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	for _, srv := range append([]*llmtest.ChatServer{b.model}, others...) {

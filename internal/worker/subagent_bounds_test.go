@@ -19,8 +19,8 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/outbox"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
@@ -53,11 +53,11 @@ func newDelegation(t *testing.T, mainScript, helperScript []llmtest.Turn, lim ru
 	_, err = b.pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
 		VALUES ($1, 'helper', $2, 'chat_completions', 'scripted-2', $3, $3)`, b.caller.WorkspaceID, prv, b.caller.PrincipalID)
 	require.NoError(t, err)
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	agents := agent.NewService(b.pool, reg, refs.Workspace{Types: reg})
+	agents := agent.NewService(b.pool, reg, refcheck.Workspace{Types: reg})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	runs := run.NewService(b.pool, agents, skill.NewService(b.pool, refs.None{}), reg, run.Options{MaxAttempts: 3})
+	runs := run.NewService(b.pool, agents, skill.NewService(b.pool, refcheck.None{}), reg, run.Options{MaxAttempts: 3})
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPorts: []uint16{portOf(t, b.model.URL), portOf(t, helper.URL)},
 		AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,

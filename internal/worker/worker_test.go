@@ -31,8 +31,8 @@ import (
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/objectstore"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
@@ -53,7 +53,7 @@ type bundle struct {
 	store   objectstore.Store
 	calls   *atomic.Int32
 	ring    *keyring.Ring
-	reg     *types.Registry
+	reg     *catalog.Registry
 	policy  *endpoint.Policy
 }
 
@@ -103,14 +103,14 @@ func setup(t testing.TB, script []llmtest.Turn, maxAttempts int) *bundle {
 	_, err = pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
 		VALUES ($1, 'main', $2, 'chat_completions', 'scripted-1', $3, $3)`, admin.WorkspaceID, prv, admin.PrincipalID)
 	require.NoError(t, err)
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	agents := agent.NewService(pool, reg, refs.None{})
+	agents := agent.NewService(pool, reg, refcheck.None{})
 	caller := &auth.Caller{PrincipalID: admin.PrincipalID, OrganizationID: admin.OrganizationID, WorkspaceID: admin.WorkspaceID, Role: auth.RoleAdmin}
 	head, err := agents.Create(ctx, caller, revision.CreateInput{Name: "helper",
 		Config: json.RawMessage(`{"model":"main","instructions":"Be brief.","limits":{"max_steps":5}}`)})
 	require.NoError(t, err)
-	runs := run.NewService(pool, agents, skill.NewService(pool, refs.None{}), reg, run.Options{MaxAttempts: maxAttempts})
+	runs := run.NewService(pool, agents, skill.NewService(pool, refcheck.None{}), reg, run.Options{MaxAttempts: maxAttempts})
 	store, err := objectstore.OpenFile(t.TempDir())
 	require.NoError(t, err)
 	calls := &atomic.Int32{}
@@ -127,9 +127,9 @@ func (b *bundle) worker(name string, slots int, lease, drain time.Duration) *wor
 
 // readers fills in d the domain services an executor reads runs'
 // configurations through, over pool.
-func readers(d worker.ExecutorDeps, pool *pgxpool.Pool, reg *types.Registry, ring *keyring.Ring) worker.ExecutorDeps {
-	d.Agents = agent.NewService(pool, reg, refs.None{})
-	d.Skills = skill.NewService(pool, refs.None{})
+func readers(d worker.ExecutorDeps, pool *pgxpool.Pool, reg *catalog.Registry, ring *keyring.Ring) worker.ExecutorDeps {
+	d.Agents = agent.NewService(pool, reg, refcheck.None{})
+	d.Skills = skill.NewService(pool, refcheck.None{})
 	d.Models = model.NewService(pool, reg, ring)
 	return d
 }
@@ -236,7 +236,7 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, res.IsError, res.Text)
 	}
-	agents := agent.NewService(b.pool, b.reg, refs.Workspace{Types: b.reg})
+	agents := agent.NewService(b.pool, b.reg, refcheck.Workspace{Types: b.reg})
 	head, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "rememberer",
 		Config: json.RawMessage(`{"model":"main","instructions":"Be brief.","memories":[{"memory_id":"` + notes.ID + `"}]}`)})
 	require.NoError(t, err)

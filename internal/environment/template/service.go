@@ -17,7 +17,7 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/labels"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/resource"
 )
 
@@ -26,7 +26,7 @@ import (
 type Service struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
-	reg  *types.Registry
+	reg  *catalog.Registry
 	// checks are the operator's rules on a type's template config, by type id.
 	checks map[string]provider.ConfigCheck
 }
@@ -44,7 +44,7 @@ func (s *Service) SetConfigCheck(typeID string, check provider.ConfigCheck) {
 
 // NewService returns a service over pool that validates configs against the
 // environment schemas of the provider types of reg.
-func NewService(pool *pgxpool.Pool, reg *types.Registry) *Service {
+func NewService(pool *pgxpool.Pool, reg *catalog.Registry) *Service {
 	return &Service{pool: pool, q: db.New(), reg: reg}
 }
 
@@ -73,7 +73,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (T
 	}
 	enabled := in.Enabled == nil || *in.Enabled
 	return dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Template, error) {
-		t, err := provider.ForUse(ctx, tx, s.reg, c.WorkspaceID, in.ProviderID, types.KindEnvironment, fieldProvider)
+		t, err := provider.ForUse(ctx, tx, s.reg, c.WorkspaceID, in.ProviderID, catalog.KindEnvironment, fieldProvider)
 		if err != nil {
 			return Template{}, err
 		}
@@ -316,7 +316,7 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, row db.EnvironmentT
 // schema and the operator's ConfigCheck of the type (errors name
 // config.<member>), and that the type can do what the thresholds ask: stopping needs a type that svc manages and can stop,
 // deleting one that svc manages and can destroy.
-func (s *Service) validateForType(t types.Type, cfg map[string]any, stop, del *int) error {
+func (s *Service) validateForType(t catalog.Type, cfg map[string]any, stop, del *int) error {
 	if cfg == nil {
 		cfg = map[string]any{}
 	}

@@ -1,5 +1,5 @@
 // Package hosted implements sandbox.Driver for the hosted sandbox
-// environment types (internal/provider/types/env_*.go): e2b, daytona, runloop,
+// environment types (internal/provider/catalog/env_*.go): e2b, daytona, runloop,
 // fly_machines, kubernetes and modal. Each driver speaks its vendor's public HTTP API
 // through the endpoint policy's guarded client, except modal, which speaks Modal's
 // gRPC API through the policy's guarded dialer (NewModal); see
@@ -22,7 +22,7 @@ import (
 	"github.com/svcdev/svc/internal/sandbox"
 )
 
-// Type ids served by this package, as declared in internal/provider/types.
+// Type ids served by this package, as declared in internal/provider/catalog.
 const (
 	TypeE2B         = "e2b"
 	TypeDaytona     = "daytona"

@@ -9,20 +9,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/internal/endpoint"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/sandbox"
 )
 
 func TestNewServesDeclaredEnvironmentTypes(t *testing.T) {
 	t.Parallel()
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	drivers := New(http.DefaultClient)
 	require.Len(t, drivers, 5)
 	for id := range drivers {
 		typ, ok := reg.Lookup(id)
 		require.True(t, ok, id)
-		require.Equal(t, types.KindEnvironment, typ.Kind, id)
+		require.Equal(t, catalog.KindEnvironment, typ.Kind, id)
 		require.True(t, typ.Environment.ManagedInstances, id)
 		require.Equal(t, id != TypeKubernetes, typ.Environment.Stop, "%s: stop as declared", id)
 		require.True(t, typ.Environment.Destroy, id)

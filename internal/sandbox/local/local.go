@@ -48,7 +48,7 @@ var (
 )
 
 // Config is the local type's environment configuration, the fields of the
-// type's environment schema (internal/provider/types/env_local.go).
+// type's environment schema (internal/provider/catalog/env_local.go).
 type Config struct {
 	// Workdir is the directory on the worker's host under which each
 	// environment gets its own working folder. Required, absolute.

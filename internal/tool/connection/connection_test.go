@@ -15,7 +15,7 @@ import (
 	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/connection/composiotest"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/secret"
 	connectiontool "github.com/svcdev/svc/internal/tool/connection"
 )
@@ -196,7 +196,7 @@ func TestRefusedAtCallTime(t *testing.T) {
 		}, connectiontool.CodeUnauthorized, "the connection has no credential"},
 		{"provider disabled", func(t *testing.T, b *bundle, _ connection.Connection) {
 			off, star := false, "*"
-			_, err := b.providers.Update(t.Context(), b.caller, types.KindConnector, provider.UpdateInput{ID: b.provider.ID, IfMatch: &star, Enabled: &off})
+			_, err := b.providers.Update(t.Context(), b.caller, catalog.KindConnector, provider.UpdateInput{ID: b.provider.ID, IfMatch: &star, Enabled: &off})
 			require.NoError(t, err)
 		}, connectiontool.CodeDisabled, "the connection's provider is disabled"},
 	}
@@ -240,7 +240,7 @@ func TestReauthorizedAndRotatedKeyTakeEffect(t *testing.T) {
 	_, err = b.connections.Update(t.Context(), b.caller, connection.UpdateInput{ID: conn.ID, IfMatch: &star,
 		Credential: secret.Set(map[string]any{"connected_account_id": fresh})})
 	require.NoError(t, err)
-	_, err = b.providers.Update(t.Context(), b.caller, types.KindConnector, provider.UpdateInput{ID: b.provider.ID, IfMatch: &star,
+	_, err = b.providers.Update(t.Context(), b.caller, catalog.KindConnector, provider.UpdateInput{ID: b.provider.ID, IfMatch: &star,
 		Credential: provider.Set(map[string]any{"api_key": "sk-wrong-key"})})
 	require.NoError(t, err)
 
@@ -248,7 +248,7 @@ func TestReauthorizedAndRotatedKeyTakeEffect(t *testing.T) {
 	require.True(t, res.IsError)
 	require.Equal(t, "GITHUB_LIST_REPOSITORIES failed: Composio refused the provider's API key (HTTP 401)", res.Text)
 
-	_, err = b.providers.Update(t.Context(), b.caller, types.KindConnector, provider.UpdateInput{ID: b.provider.ID, IfMatch: &star,
+	_, err = b.providers.Update(t.Context(), b.caller, catalog.KindConnector, provider.UpdateInput{ID: b.provider.ID, IfMatch: &star,
 		Credential: provider.Set(map[string]any{"api_key": testKey})})
 	require.NoError(t, err)
 	res = call(t, tools[1], `{}`)

@@ -25,8 +25,8 @@ import (
 	"github.com/svcdev/svc/internal/identity"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/provider"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/tool"
@@ -77,7 +77,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, keyring.Generate(path))
 	ring, err := keyring.Load(path)
 	require.NoError(t, err)
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	srv := composiotest.Start(t, testKey)
 	policy := loopbackPolicy(t, srv.URL)
@@ -115,7 +115,7 @@ func loopbackPolicy(t *testing.T, serverURL string) *endpoint.Policy {
 // stand-in with its key.
 func (b *bundle) composioProvider(t *testing.T, c *auth.Caller) provider.Provider {
 	t.Helper()
-	p, err := b.providers.Create(t.Context(), c, types.KindConnector, provider.CreateInput{
+	p, err := b.providers.Create(t.Context(), c, catalog.KindConnector, provider.CreateInput{
 		Type: "composio", Name: "Composio " + id.New("x"), Config: map[string]any{"base_url": b.srv.URL + "/"},
 		Credential: map[string]any{"api_key": testKey},
 	})

@@ -21,8 +21,8 @@ import (
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/provider"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/tool"
@@ -36,7 +36,7 @@ const callTimeout = 2 * time.Second
 type bundle struct {
 	pool      *pgxpool.Pool
 	ring      *keyring.Ring
-	reg       *types.Registry
+	reg       *catalog.Registry
 	policy    *endpoint.Policy
 	providers *provider.Service
 	memories  *memory.Service
@@ -54,7 +54,7 @@ func setup(t testing.TB, servers ...*httptest.Server) *bundle {
 	require.NoError(t, keyring.Generate(path))
 	ring, err := keyring.Load(path)
 	require.NoError(t, err)
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	policy := loopbackPolicy(t, servers...)
 	b := &bundle{
@@ -107,7 +107,7 @@ func (b *bundle) memoryProvider(t testing.TB, typ string, srv *httptest.Server, 
 	if typ == "turbopuffer" {
 		cfg = map[string]any{"base_url": srv.URL, "region": "gcp-us-central1"}
 	}
-	p, err := b.providers.Create(t.Context(), b.caller, types.KindMemory, provider.CreateInput{
+	p, err := b.providers.Create(t.Context(), b.caller, catalog.KindMemory, provider.CreateInput{
 		Type: typ, Name: typ + " " + id.New("x"), Config: cfg, Credential: map[string]any{"api_key": key},
 	})
 	require.NoError(t, err)

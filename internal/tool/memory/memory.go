@@ -36,7 +36,7 @@ import (
 
 	"github.com/svcdev/svc/internal/endpoint"
 	mem "github.com/svcdev/svc/internal/memory"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/tool"
 )
 
@@ -63,7 +63,7 @@ type Deps struct {
 	// builtin memories' records.
 	Memories *mem.Service
 	// Registry describes the provider types (base URL, headers, auth).
-	Registry *types.Registry
+	Registry *catalog.Registry
 	// Policy guards every call to a memory vendor.
 	Policy *endpoint.Policy
 	// Timeout bounds each tool call, vendor call included; zero means
@@ -74,7 +74,7 @@ type Deps struct {
 // Toolset builds the memory tools of runs. It is safe for concurrent use.
 type Toolset struct {
 	memories *mem.Service
-	reg      *types.Registry
+	reg      *catalog.Registry
 	client   *http.Client
 	timeout  time.Duration
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	memorytool "github.com/svcdev/svc/internal/tool/memory"
 )
 
@@ -103,7 +103,7 @@ func TestRecordMemoryProviderStateIsAToolError(t *testing.T) {
 
 			// Disabled: no call reaches the vendor.
 			disabled, etag := false, p.ETag()
-			p, err := b.providers.Update(t.Context(), b.caller, types.KindMemory, provider.UpdateInput{ID: p.ID, IfMatch: &etag, Enabled: &disabled})
+			p, err := b.providers.Update(t.Context(), b.caller, catalog.KindMemory, provider.UpdateInput{ID: p.ID, IfMatch: &etag, Enabled: &disabled})
 			require.NoError(t, err)
 			require.Contains(t, failed(t, call(t, tools[memorytool.SearchTool], "", search)), "memory provider "+p.ID+" is disabled")
 			require.Contains(t, failed(t, call(t, tools[memorytool.WriteTool], "", map[string]any{"memory": "vectors", "content": "x"})), "is disabled")
@@ -115,7 +115,7 @@ func TestRecordMemoryProviderStateIsAToolError(t *testing.T) {
 			// vendor's answer stay out of the message.
 			enabled := true
 			etag = p.ETag()
-			_, err = b.providers.Update(t.Context(), b.caller, types.KindMemory, provider.UpdateInput{
+			_, err = b.providers.Update(t.Context(), b.caller, catalog.KindMemory, provider.UpdateInput{
 				ID: p.ID, IfMatch: &etag, Enabled: &enabled, Credential: provider.Set(map[string]any{"api_key": "wrong-key-fedcba9876543210"}),
 			})
 			require.NoError(t, err)

@@ -25,12 +25,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 // Provider is what a Client needs of a web provider.
 type Provider struct {
-	// Type is the provider type id (types.KindWeb).
+	// Type is the provider type id (catalog.KindWeb).
 	Type string
 	// Config is the provider's config object; members it leaves out take
 	// their schema defaults. nil is the empty object.
@@ -98,7 +98,7 @@ var (
 
 // Client calls one web provider. It is safe for concurrent use.
 type Client struct {
-	typ    types.Type
+	typ    catalog.Type
 	v      vendor
 	config map[string]string // string members, schema defaults applied
 	key    string            // the credential's api_key, "" when none
@@ -118,13 +118,13 @@ type Client struct {
 // out what the type needs (search_engine_id, a SearXNG base_url), and a type
 // that requires a credential when none is given.
 func NewClient(p Provider) (*Client, error) {
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("webtool: provider types: %w", err)
 	}
 	t, ok := reg.Lookup(p.Type)
 	v, known := vendors[p.Type]
-	if !ok || t.Kind != types.KindWeb || !known {
+	if !ok || t.Kind != catalog.KindWeb || !known {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownType, p.Type)
 	}
 	c := &Client{
@@ -191,13 +191,13 @@ func (c *Client) readCredential(raw json.RawMessage) error {
 func (c *Client) Type() string { return c.typ.ID }
 
 // Serves reports whether the provider's type serves the operation
-// (types.OperationSearch or types.OperationFetch).
-func (c *Client) Serves(op types.Operation) bool { return slices.Contains(c.typ.Operations, op) }
+// (catalog.OperationSearch or catalog.OperationFetch).
+func (c *Client) Serves(op catalog.Operation) bool { return slices.Contains(c.typ.Operations, op) }
 
 // Search runs a web search. Failures are *Error (the vendor refused or
 // failed), ErrInvalidInput, ErrUnsupported, or ctx's error.
 func (c *Client) Search(ctx context.Context, r SearchRequest) ([]SearchResult, error) {
-	if !c.Serves(types.OperationSearch) || c.v.search == nil {
+	if !c.Serves(catalog.OperationSearch) || c.v.search == nil {
 		return nil, fmt.Errorf("%w: %s does not serve search", ErrUnsupported, c.typ.DisplayName)
 	}
 	q := strings.TrimSpace(r.Query)
@@ -233,7 +233,7 @@ func (c *Client) Search(ctx context.Context, r SearchRequest) ([]SearchResult, e
 // Fetch asks the vendor for the page at rawURL (an absolute http or https
 // URL) as markdown or text. Failures are as for Search.
 func (c *Client) Fetch(ctx context.Context, rawURL string) (Page, error) {
-	if !c.Serves(types.OperationFetch) || c.v.fetch == nil {
+	if !c.Serves(catalog.OperationFetch) || c.v.fetch == nil {
 		return Page{}, fmt.Errorf("%w: %s does not serve fetch", ErrUnsupported, c.typ.DisplayName)
 	}
 	if err := CheckURL(rawURL); err != nil {

@@ -8,24 +8,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 // TestNew: New accepts every web type and refuses what cannot work.
 func TestNew(t *testing.T) {
 	t.Parallel()
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := json.RawMessage(`{"api_key":"` + testKey + `"}`)
-	for _, typ := range reg.List(types.KindWeb) {
+	for _, typ := range reg.List(catalog.KindWeb) {
 		cfg := json.RawMessage(`{"base_url":"https://searx.example.org","search_engine_id":"cx"}`)
 		c, err := NewClient(Provider{Type: typ.ID, Config: cfg, Credential: key})
 		if err != nil {
 			t.Fatalf("NewClient(%s): %v", typ.ID, err)
 		}
-		for _, op := range []types.Operation{types.OperationSearch, types.OperationFetch} {
+		for _, op := range []catalog.Operation{catalog.OperationSearch, catalog.OperationFetch} {
 			if c.Serves(op) != slices.Contains(typ.Operations, op) {
 				t.Errorf("%s: Serves(%s) = %v, the type says %v", typ.ID, op, c.Serves(op), typ.Operations)
 			}

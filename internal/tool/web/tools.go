@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/svcdev/svc/internal/llm"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/tool"
 )
 
@@ -43,7 +43,7 @@ var fetchParams = json.RawMessage(fmt.Sprintf(`{
 // names operations its provider serves).
 func Tools(c *Client, ops []string) []tool.Tool {
 	var out []tool.Tool
-	want := func(op types.Operation) bool {
+	want := func(op catalog.Operation) bool {
 		for _, o := range ops {
 			if o == string(op) {
 				return c.Serves(op)
@@ -51,7 +51,7 @@ func Tools(c *Client, ops []string) []tool.Tool {
 		}
 		return false
 	}
-	if want(types.OperationSearch) {
+	if want(catalog.OperationSearch) {
 		out = append(out, tool.Tool{
 			Def: llm.Tool{
 				Name: SearchToolName,
@@ -62,7 +62,7 @@ func Tools(c *Client, ops []string) []tool.Tool {
 			Call: c.callSearch,
 		})
 	}
-	if want(types.OperationFetch) {
+	if want(catalog.OperationFetch) {
 		out = append(out, tool.Tool{
 			Def: llm.Tool{
 				Name: FetchToolName,

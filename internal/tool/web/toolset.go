@@ -8,7 +8,7 @@ import (
 
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/tool"
 )
@@ -40,7 +40,7 @@ func (t *Toolset) ForRun(ctx context.Context, rc tool.RunContext) ([]tool.Tool, 
 	if w == nil {
 		return nil, nil
 	}
-	p, err := t.d.Providers.OpenForRun(ctx, rc.Run.WorkspaceID, types.KindWeb, w.ProviderID)
+	p, err := t.d.Providers.OpenForRun(ctx, rc.Run.WorkspaceID, catalog.KindWeb, w.ProviderID)
 	if apperr.KindOf(err) == apperr.KindNotFound {
 		return nil, &run.Failure{Code: "not_found", Message: "the agent's web provider no longer exists"}
 	}
