@@ -20,7 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/svcdev/svc/internal/asset"
-	"github.com/svcdev/svc/internal/environment"
+	env "github.com/svcdev/svc/internal/environment"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/sandbox"
@@ -32,7 +32,7 @@ import (
 // Deps are what the environment toolset reads and calls through.
 type Deps struct {
 	// Runtime makes, reopens and touches the threads' environments.
-	Runtime *environment.Runtime
+	Runtime *env.Runtime
 	// Skills answer the names and packages of the run's skills, and Assets
 	// the packages' archives.
 	Skills *skill.Service
@@ -68,7 +68,7 @@ type envSession struct {
 	templateID string
 
 	mu   sync.Mutex
-	acq  *environment.Acquired
+	acq  *env.Acquired
 	last time.Time
 }
 
@@ -89,7 +89,7 @@ func (s *envSession) instance(ctx context.Context) (sandbox.Instance, *tool.Resu
 	defer s.mu.Unlock()
 	if s.acq == nil {
 		acq, err := s.d.Runtime.Acquire(ctx, s.rc.Run.WorkspaceID, s.rc.Run.ThreadID, s.templateID, s.rc.Run.CreatedByID)
-		var u *environment.Unusable
+		var u *env.Unusable
 		if errors.As(err, &u) {
 			res := tool.Errorf("the environment cannot be used: %s", u.Reason)
 			return nil, &res, nil
