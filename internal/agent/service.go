@@ -35,7 +35,8 @@ func NewService(pool *pgxpool.Pool, reg *catalog.Registry, ext refcheck.External
 }
 
 // RequireRunnable is what starting a run checks, in the run's own transaction
-// q: the agent exists in the workspace and is not archived (archived agents
+// q: the agent exists in the workspace (else 404 naming agent_id) and is not
+// archived (archived agents
 // start no new runs: 409 conflict), and the revision to pin is revisionID
 // when given (it must be one of the agent's: else 404 naming revision_id) or
 // the default revision. The agent row is locked FOR SHARE until q ends, so a
@@ -97,10 +98,10 @@ func (c *content) CheckReferences(ctx context.Context, tx pgx.Tx, caller *auth.C
 // disable is seen or waits.
 func (c *content) model(ctx context.Context, tx pgx.Tx, ws, key string) error {
 	row, err := c.q.ModelForReference(ctx, tx, db.ModelForReferenceParams{WorkspaceID: ws, Key: key})
+	if dbx.IsNotFound(err) {
+		return refcheck.NotFound("config.model", "no model with this key in the workspace")
+	}
 	if err != nil {
-		if err = dbx.Translate(err, "model"); apperr.KindOf(err) == apperr.KindNotFound {
-			return refcheck.NotFound("config.model", "no model with this key in the workspace")
-		}
 		return err
 	}
 	switch {
@@ -117,10 +118,10 @@ func (c *content) model(ctx context.Context, tx pgx.Tx, ws, key string) error {
 func (c *content) web(ctx context.Context, tx pgx.Tx, ws string, w *WebTools) error {
 	const field = "config.tools.web.provider_id"
 	row, err := c.q.WebProviderForReference(ctx, tx, db.WebProviderForReferenceParams{WorkspaceID: ws, ID: w.ProviderID})
+	if dbx.IsNotFound(err) {
+		return refcheck.NotFound(field, "no web provider with this id in the workspace")
+	}
 	if err != nil {
-		if err = dbx.Translate(err, "provider"); apperr.KindOf(err) == apperr.KindNotFound {
-			return refcheck.NotFound(field, "no web provider with this id in the workspace")
-		}
 		return err
 	}
 	if row.Kind != string(catalog.KindWeb) {
@@ -163,7 +164,7 @@ func (c *content) skills(ctx context.Context, tx pgx.Tx, ws string, list []Skill
 	if len(pins) > 0 {
 		rows, err := c.q.RevisionsOfHeads(ctx, tx, pins)
 		if err != nil {
-			return dbx.Translate(err, "revision")
+			return err
 		}
 		for _, r := range rows {
 			owner[r.ID] = r.HeadID
@@ -218,7 +219,7 @@ func (c *content) subagents(ctx context.Context, tx pgx.Tx, ws, self string, lis
 func (c *content) heads(ctx context.Context, tx pgx.Tx, ws string, kind revision.Kind, ids []string) (map[string]bool, error) {
 	rows, err := c.q.HeadsForReference(ctx, tx, db.HeadsForReferenceParams{WorkspaceID: ws, Kind: string(kind), Ids: ids})
 	if err != nil {
-		return nil, dbx.Translate(err, string(kind))
+		return nil, err
 	}
 	out := make(map[string]bool, len(rows))
 	for _, r := range rows {

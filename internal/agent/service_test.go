@@ -10,7 +10,6 @@ import (
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
@@ -32,13 +31,7 @@ func setup(t testing.TB) *testBundle {
 	admin := testfactory.Bootstrap(t, pool)
 	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	prv := id.New(id.Provider)
-	_, err = pool.Exec(t.Context(), `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'model', 'openai', 'OpenAI', $3, $3)`, prv, admin.WorkspaceID, admin.PrincipalID)
-	require.NoError(t, err)
-	_, err = pool.Exec(t.Context(), `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
-		VALUES ($1, 'main', $2, 'responses', 'gpt-5', $3, $3)`, admin.WorkspaceID, prv, admin.PrincipalID)
-	require.NoError(t, err)
+	testfactory.Model(t, pool, admin.Owner(), &testfactory.ModelOpts{API: "responses", Provider: &testfactory.ProviderOpts{Type: "openai"}})
 	return &testBundle{
 		pool: pool, svc: agent.NewService(pool, reg, refcheck.None{}),
 		caller: &auth.Caller{PrincipalID: admin.PrincipalID, OrganizationID: admin.OrganizationID, WorkspaceID: admin.WorkspaceID, Role: auth.RoleEditor},

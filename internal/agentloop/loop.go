@@ -156,6 +156,9 @@ type Outcome struct {
 type Failure struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Cause is what the host logs under the run's id when Message is a
+	// general sentence standing for it (an answer svc could not read).
+	Cause error `json:"-"`
 }
 
 // Failure codes.
@@ -234,7 +237,7 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 			if errors.As(err, &le) && le.RetryAfter > 0 {
 				return Outcome{State: state}, &RetryLaterError{Delay: le.RetryAfter, Err: err}
 			}
-			return Outcome{Failure: &Failure{Code: CodeModel, Message: err.Error()}, State: state}, nil
+			return Outcome{Failure: modelFailure(err), State: state}, nil
 		}
 		state.Usage.InputTokens += resp.Usage.InputTokens
 		state.Usage.OutputTokens += resp.Usage.OutputTokens
@@ -365,6 +368,21 @@ func limitReached(l Limits, s State) *Failure {
 // returns their results in the order of the calls. A call of an unknown tool
 // or one whose tool fails as the model's business gives an error result; a
 // Go error of a tool stops the step.
+// modelFailure is the failure of a model call. The vendor's own error
+// (llm.Error: its status, type and cleaned message) is the tenant's to
+// read; any other error is svc's reading of the answer (a chunk it could
+// not decode, say), whose text names svc's internals and is logged instead.
+func modelFailure(err error) *Failure {
+	var le *llm.Error
+	switch {
+	case errors.As(err, &le):
+		return &Failure{Code: CodeModel, Message: le.Error()}
+	case errors.Is(err, llm.ErrStreamCut):
+		return &Failure{Code: CodeModel, Message: llm.ErrStreamCut.Error()}
+	}
+	return &Failure{Code: CodeModel, Message: "the model's answer could not be read (the cause is logged with the run's id)", Cause: err}
+}
+
 // errTimeUp ends tool calls that outlasted the run's time limit.
 var errTimeUp = errors.New("agentloop: the run's time is up")
 

@@ -39,9 +39,10 @@ type Options struct {
 	// expire_credentials), so without this a test that looks at an expired,
 	// revoked or used row can see it deleted between two requests. Before the
 	// process starts, another replica takes every sweep's claim for a day; its
-	// Sweeps.RunOnce then skips too. Every-replica sweeps (deliver_outbox),
-	// which take no claim, are held instead and RunOnce still runs them. It
-	// needs a migrated database.
+	// Sweeps.RunOnce then skips too. The outbox engine's passes
+	// (deliver_outbox, observe_outbox), which take no claim, are held instead
+	// (outbox.Engine.Hold); Outbox.Deliver still runs them. It needs a
+	// migrated database.
 	PauseSweeps bool
 }
 
@@ -120,7 +121,7 @@ func Start(t testing.TB, opts Options) *Harness {
 		t.Fatalf("build process: %v", err)
 	}
 	if opts.PauseSweeps {
-		a.Sweeps.HoldEveryReplica()
+		a.Outbox.Hold()
 		for _, name := range a.Sweeps.Sweeps() {
 			if _, err := a.Pool.Exec(ctx, `INSERT INTO sweep_claim (name, owner, claimed_at, expires_at)
 				VALUES ($1, $2, now(), now() + interval '1 day')

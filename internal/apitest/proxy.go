@@ -1,6 +1,7 @@
 package apitest
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/url"
@@ -17,6 +18,8 @@ type Proxy struct {
 	mu    sync.Mutex
 	cut   bool
 	conns map[net.Conn]struct{}
+	// cutOn, when set, cuts the proxy as soon as a client sends it.
+	cutOn []byte
 }
 
 // NewProxy proxies a free loopback port to target (host:port) until the test ends.
@@ -63,6 +66,51 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
+	p.cutOn = nil
+}
+
+// CutOn cuts the proxy, as Cut does, the moment a client sends bytes that
+// contain marker, before they reach the server: a test takes the database
+// away in the middle of a request, at the statement whose text holds marker
+// (sqlc's "-- name: X" line). A statement the connection already prepared is
+// sent by name, not text, so marker must be one the process has not run yet.
+func (p *Proxy) CutOn(marker string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutOn = []byte(marker)
+}
+
+// trips reports whether b holds the CutOn marker.
+func (p *Proxy) trips(b []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.cutOn) > 0 && bytes.Contains(b, p.cutOn)
+}
+
+// forward copies what the client sends to the server, cutting the proxy
+// instead when it holds the CutOn marker. The last keep bytes of each read
+// are kept, so a marker split over two reads is still seen.
+func (p *Proxy) forward(dst, src net.Conn) {
+	const keep = 1 << 10 // longer than any marker
+	buf := make([]byte, 32<<10)
+	var tail []byte
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			seen := append(tail, buf[:n]...)
+			if p.trips(seen) {
+				p.Cut()
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+			tail = append([]byte(nil), seen[max(0, len(seen)-keep):]...)
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (p *Proxy) accept() {
@@ -98,9 +146,8 @@ func (p *Proxy) serve(in net.Conn) {
 	p.conns[in], p.conns[out] = struct{}{}, struct{}{}
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) { _, _ = io.Copy(dst, src); done <- struct{}{} }
-	go pipe(out, in)
-	go pipe(in, out)
+	go func() { p.forward(out, in); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
 	<-done
 	_ = in.Close()
 	_ = out.Close()

@@ -65,7 +65,7 @@ type App struct {
 	Store objectstore.Store
 	// ReplicaID names this process in claims and leases.
 	ReplicaID string
-	// Outbox delivers the outbox on control processes (deliver_outbox).
+	// Outbox delivers the outbox on control processes (Outbox.Run).
 	Outbox *outbox.Engine
 	// Worker executes runs on worker processes (nil on control-only ones).
 	Worker *worker.Worker
@@ -128,6 +128,8 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 	a.Health.Tasks = a.Supervisor
 	a.Sweeps = sweep.NewRunner(pool, a.ReplicaID, log, a.Metrics)
 	a.Outbox = outbox.NewEngine(pool, cfg.Outbox, a.ReplicaID, log, outbox.NewMetrics(a.Metrics.Registry))
+	a.Outbox.Scan = time.Duration(cfg.Control.ScanSeconds) * time.Second
+	a.Outbox.PassFunc = a.countOutboxPass
 	if err := a.registerDeliverers(); err != nil {
 		pool.Close()
 		return nil, err
@@ -252,7 +254,7 @@ func (a *App) Start(ctx context.Context) error {
 			a.Supervisor.Add(t)
 		}
 		a.Supervisor.Add(supervisor.Task{Name: "drive connection authorizations", Run: a.Connections.RunDriver})
-		a.Supervisor.Add(supervisor.Task{Name: "listen for outbox deliveries", Run: a.Outbox.Listen})
+		a.Supervisor.Add(supervisor.Task{Name: "deliver outbox", Run: a.Outbox.Run})
 	}
 	if a.Worker != nil {
 		a.Supervisor.Add(supervisor.Task{Name: "execute runs", Run: a.Worker.Run})
@@ -266,7 +268,7 @@ func (a *App) Start(ctx context.Context) error {
 	host, _ := os.Hostname()
 	a.log.Info("svc ready", "role", string(a.role), "replica_id", a.ReplicaID, "host", host, "pid", os.Getpid(),
 		"listen", a.ln.Addr().String(), "metrics_listen", metricsListen,
-		"version", buildinfo.Version, "schema", schema.Version(), "sweeps", a.Sweeps.Sweeps(),
+		"version", buildinfo.Version, "schema", schema.Version(), "sweeps", append(a.Sweeps.Sweeps(), outbox.DeliverPass, outbox.ObservePass),
 		"startup_ms", time.Since(began).Milliseconds())
 	return nil
 }
@@ -390,11 +392,6 @@ func (a *App) registerSweeps() {
 			return err
 		},
 	})
-	scan := time.Duration(a.cfg.Control.ScanSeconds) * time.Second
-	a.Sweeps.Register(sweep.Sweep{
-		Name: "deliver_outbox", Interval: scan, EveryReplica: true, Wake: a.Outbox.Woken(),
-		Run: a.Outbox.Deliver,
-	})
 	a.Sweeps.Register(sweep.Sweep{
 		Name:     "purge_outbox",
 		Interval: time.Duration(a.cfg.Outbox.PurgeIntervalSeconds) * time.Second,
@@ -403,13 +400,6 @@ func (a *App) registerSweeps() {
 			if n > 0 {
 				a.log.Info("settled outbox deliveries purged", "count", n)
 			}
-			return err
-		},
-	})
-	a.Sweeps.Register(sweep.Sweep{
-		Name: "observe_outbox", Interval: scan, EveryReplica: true,
-		Run: func(ctx context.Context) error {
-			_, err := outbox.Observe(ctx, a.Pool, a.cfg.Outbox, a.Outbox.Metrics())
 			return err
 		},
 	})
@@ -440,7 +430,7 @@ func (a *App) registerSweeps() {
 		},
 	})
 	a.Sweeps.Register(sweep.Sweep{
-		Name: "advance_threads", Interval: scan,
+		Name: "advance_threads", Interval: time.Duration(a.cfg.Control.ScanSeconds) * time.Second,
 		Run: func(ctx context.Context) error {
 			n, err := a.Runs.AdvanceThreads(ctx)
 			if n > 0 {
@@ -460,6 +450,17 @@ func (a *App) registerSweeps() {
 			return err
 		},
 	})
+}
+
+// countOutboxPass counts a pass of the outbox engine (deliver_outbox or
+// observe_outbox) as the sweeps' passes are counted, under its name.
+func (a *App) countOutboxPass(p outbox.Pass) {
+	result := "ok"
+	if p.Err != nil {
+		result = "error"
+	}
+	a.Metrics.SweepPasses.WithLabelValues(p.Name, result).Inc()
+	a.Metrics.SweepDuration.WithLabelValues(p.Name).Observe(p.Took.Seconds())
 }
 
 // registerDeliverers gives the outbox engine a deliverer for each kind this

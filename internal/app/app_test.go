@@ -17,7 +17,9 @@ import (
 	"github.com/svcdev/svc/internal/apitest"
 	"github.com/svcdev/svc/internal/app"
 	"github.com/svcdev/svc/internal/config"
+	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/supervisor"
+	"github.com/svcdev/svc/internal/testfactory"
 )
 
 func readJSON(t *testing.T, resp *http.Response) map[string]any {
@@ -315,21 +317,44 @@ func TestOutboxAlertMetricsAreServed(t *testing.T) {
 		require.NoError(t, err)
 		return string(b)
 	}
-	pass, err := h.App.Sweeps.RunOnce(t.Context(), "observe_outbox")
-	require.NoError(t, err)
-	require.NoError(t, pass.Err)
+	// The engine is held; observe as its observe_outbox pass does.
+	observe := func() {
+		_, err := outbox.Observe(t.Context(), h.App.Pool, h.Config.Outbox, h.App.Outbox.Metrics())
+		require.NoError(t, err)
+	}
+	observe()
 	text := scrape()
 	require.Contains(t, text, "\nsvc_outbox_dead 0\n")
 	require.Contains(t, text, "\nsvc_outbox_backlog_alert 0\n")
 
-	_, err = h.App.Pool.Exec(t.Context(), `INSERT INTO outbox (id, kind, payload, status, attempts, settled_at)
-		VALUES ('dlv_dead', 'subagent_result', '{}', 'dead', 12, now())`)
-	require.NoError(t, err)
-	pass, err = h.App.Sweeps.RunOnce(t.Context(), "observe_outbox")
-	require.NoError(t, err)
-	require.NoError(t, pass.Err)
+	testfactory.Delivery(t, h.App.Pool, &testfactory.DeliveryOpts{Kind: "subagent_result", Status: "dead", Attempts: 12})
+	observe()
 	text = scrape()
 	require.Contains(t, text, "\nsvc_outbox_dead 1\n")
 	require.Contains(t, text, `svc_outbox_dead_deliveries{kind="subagent_result"} 1`)
 	require.Contains(t, text, `svc_outbox_pending{kind="webhook"} 0`)
+}
+
+// The outbox engine's passes are counted with the sweeps, under the names
+// deliver_outbox and observe_outbox.
+func TestOutboxPassesAreCountedAsSweeps(t *testing.T) {
+	t.Parallel()
+	h := apitest.Start(t, apitest.Options{Role: app.RoleControl, Configure: func(c *config.Config) {
+		c.Metrics.Listen = "127.0.0.1:0"
+		c.Control.ScanSeconds = 1
+	}})
+	scrape := func() string {
+		resp, err := http.Get("http://" + h.App.MetricsAddr().String() + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	require.Eventually(t, func() bool {
+		text := scrape()
+		return strings.Contains(text, `svc_sweep_passes_total{result="ok",sweep="deliver_outbox"}`) &&
+			strings.Contains(text, `svc_sweep_passes_total{result="ok",sweep="observe_outbox"}`) &&
+			strings.Contains(text, `svc_sweep_duration_seconds_count{sweep="deliver_outbox"}`)
+	}, 30*time.Second, 50*time.Millisecond)
 }

@@ -112,6 +112,13 @@ func InvalidField(field, reason string) *Error {
 // other workspaces get exactly this error, so they cannot be told apart from absent ones.
 func NotFound(resource string) *Error { return New(KindNotFound, resource+" not found") }
 
+// NotFoundField reports that what a request field refers to does not exist in
+// the caller's workspace: a 404 with msg whose detail names the field and says
+// why, as InvalidField does for a refused value.
+func NotFoundField(msg, field, reason string) *Error {
+	return &Error{Kind: KindNotFound, Msg: msg, Details: []Detail{{Field: field, Reason: reason}}}
+}
+
 // RateLimited reports that the caller exceeded a rate limit and may try again
 // after retryAfter.
 func RateLimited(msg string, retryAfter time.Duration) *Error {

@@ -72,10 +72,7 @@ func (a Asset) ETag() string { return resource.ETag(a.ID, a.Version) }
 func (a Asset) Retired() bool { return a.RetiredAt != nil }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Asset
-	NextCursor *string
-}
+type Page = resource.Page[Asset]
 
 // validateName checks an asset's name: 1 to 200 characters of UTF-8 in any
 // script, without control characters. A name is metadata only: it never

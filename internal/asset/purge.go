@@ -32,14 +32,14 @@ func (s *Service) PurgeStaleUploads(ctx context.Context, olderThan time.Duration
 		n, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
 			rows, err := s.q.AssetUploadClaimStale(ctx, tx, db.AssetUploadClaimStaleParams{OlderThanSeconds: olderThan.Seconds(), Batch: purgeBatch})
 			if err != nil {
-				return 0, dbx.Translate(err, "asset upload")
+				return 0, err
 			}
 			for _, r := range rows {
 				if err := s.store.Delete(ctx, r.ObjectKey); err != nil {
 					return 0, fmt.Errorf("purge upload %s: %w", r.ID, err)
 				}
 				if _, err := s.q.AssetUploadDelete(ctx, tx, r.ID); err != nil {
-					return 0, dbx.Translate(err, "asset upload")
+					return 0, err
 				}
 			}
 			return len(rows), nil

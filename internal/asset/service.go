@@ -92,17 +92,17 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (A
 	}
 	a, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Asset, error) {
 		if _, err := s.q.AssetUploadFinish(ctx, tx, db.AssetUploadFinishParams{ID: assetID, WorkspaceID: c.WorkspaceID}); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
+			if dbx.IsNotFound(err) {
 				return Asset{}, apperr.Unavailable("the upload took too long and was discarded; upload again", err)
 			}
-			return Asset{}, dbx.Translate(err, "asset upload")
+			return Asset{}, err
 		}
 		row, err := s.q.AssetInsert(ctx, tx, db.AssetInsertParams{
 			ID: assetID, WorkspaceID: c.WorkspaceID, Name: in.Name, ContentType: contentType, Size: stored.Size,
 			Sha256: hex.EncodeToString(hash.Sum(nil)), ObjectKey: key, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Asset{}, dbx.Translate(err, "asset")
+			return Asset{}, err
 		}
 		if err := s.record(ctx, tx, c, "asset.created", row, []string{"content_type", "name", "sha256", "size"}); err != nil {
 			return Asset{}, err
@@ -170,14 +170,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 	if err != nil {
 		return Page{}, dbx.Translate(err, "asset")
 	}
-	out := Page{Items: make([]Asset, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, assetOf(r))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, assetOf, func(r db.Asset) string { return r.ID }), nil
 }
 
 // Get reads an asset of the caller's workspace; an id of another workspace
@@ -233,7 +226,7 @@ func (s *Service) Retire(ctx context.Context, c *auth.Caller, assetID string, if
 		}
 		row, err = s.q.AssetRetire(ctx, tx, db.AssetRetireParams{ID: row.ID, UpdatedByID: c.PrincipalID})
 		if err != nil {
-			return dbx.Translate(err, "asset")
+			return err
 		}
 		return s.record(ctx, tx, c, "asset.retired", row, []string{"retired_at"})
 	})
@@ -262,13 +255,11 @@ func (s *Service) Usable(ctx context.Context, tx pgx.Tx, workspaceID, field, ass
 		q = tx
 	}
 	row, err := s.q.AssetGetForShare(ctx, q, db.AssetGetForShareParams{WorkspaceID: workspaceID, ID: assetID})
+	if dbx.IsNotFound(err) {
+		return Asset{}, apperr.NotFoundField("asset not found", field, "no asset with this id in the workspace")
+	}
 	if err != nil {
-		err = dbx.Translate(err, "asset")
-		if apperr.KindOf(err) == apperr.KindNotFound {
-			return Asset{}, &apperr.Error{Kind: apperr.KindNotFound, Msg: "asset not found",
-				Details: []apperr.Detail{{Field: field, Reason: "no asset with this id in the workspace"}}}
-		}
-		return Asset{}, err
+		return Asset{}, dbx.Translate(err, "asset")
 	}
 	if row.RetiredAt != nil {
 		return Asset{}, &apperr.Error{Kind: apperr.KindConflict, Msg: "the asset is retired",
@@ -279,11 +270,10 @@ func (s *Service) Usable(ctx context.Context, tx pgx.Tx, workspaceID, field, ass
 
 // record writes the audit event of a change to row.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, c *auth.Caller, action string, row db.Asset, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
 		Action: action, SubjectType: "asset", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }
 
 // bodyReader remembers the error the request body failed with, to tell a

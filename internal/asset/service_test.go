@@ -180,6 +180,7 @@ func TestPurgeStaleUploads(t *testing.T) {
 		key, err := objectstore.Key(b.caller.WorkspaceID, "assets", id)
 		require.NoError(t, err)
 		keys = append(keys, key)
+		// Uploads started hours ago are written directly: the service starts each at its request.
 		_, err = b.pool.Exec(t.Context(), `INSERT INTO asset_upload (id, workspace_id, object_key, created_by_id, started_at) VALUES ($1, $2, $3, $4, now() - $5::interval)`,
 			id, b.caller.WorkspaceID, key, b.caller.PrincipalID, age)
 		require.NoError(t, err)

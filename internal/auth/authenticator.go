@@ -2,13 +2,11 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
@@ -74,7 +72,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Caller
 	}
 
 	row, err := a.q.APIKeyAuthenticate(ctx, a.pool, hash)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	if err != nil && !dbx.IsNotFound(err) {
 		return nil, dbx.Translate(err, "api key")
 	}
 	var caller *Caller

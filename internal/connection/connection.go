@@ -53,10 +53,7 @@ type Connection struct {
 func (c Connection) ETag() string { return resource.ETag(c.ID, c.Version) }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Connection
-	NextCursor *string
-}
+type Page = resource.Page[Connection]
 
 // CreateInput is a new connection.
 type CreateInput struct {

@@ -79,7 +79,7 @@ func (s *Service) Drive(ctx context.Context) error {
 // answer. A transient vendor failure leaves it pending for the next pass.
 func (s *Service) driveOne(ctx context.Context, operationID string) error {
 	t, err := s.q.ConnectionOperationTarget(ctx, s.pool, operationID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return nil // settled meanwhile
 	}
 	if err != nil {
@@ -179,7 +179,7 @@ func (s *Service) expireDue(ctx context.Context, abandoned bool) (int, error) {
 				Error: "the user did not complete the authorization before its deadline",
 			})
 			if err != nil {
-				return 0, dbx.Translate(err, "connection operation")
+				return 0, err
 			}
 			for _, r := range rows {
 				if err := recordOperation(ctx, tx, "", "", "connection_operation.expired", r, []string{"error", "status"}); err != nil {

@@ -154,7 +154,7 @@ func (s *Service) startTx(ctx context.Context, tx pgx.Tx, c *auth.Caller, connec
 		LeaseSeconds: s.opts.OwnerLease.Seconds(), TtlSeconds: s.opts.AuthorizationTTL.Seconds(), CreatedByID: c.PrincipalID,
 	})
 	if err != nil {
-		return started{}, dbx.Translate(err, "connection operation")
+		return started{}, err
 	}
 	if err := recordOperation(ctx, tx, c.OrganizationID, c.PrincipalID, "connection_operation.created", op, []string{"connection_id", "status"}); err != nil {
 		return started{}, err
@@ -206,7 +206,7 @@ func (s *Service) advance(ctx context.Context, op db.ConnectionOperation, p Prog
 		}
 		redirect := p.RedirectURL
 		_, err = s.q.ConnectionOperationBegun(ctx, s.pool, db.ConnectionOperationBegunParams{ID: op.ID, RedirectUrl: &redirect, VendorState: state})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return nil
 		}
 		return dbx.Translate(err, "connection operation")
@@ -225,11 +225,11 @@ func (s *Service) settle(ctx context.Context, operationID string, status Status,
 	}
 	return dbx.WithTx(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) error {
 		row, err := s.q.ConnectionOperationSettle(ctx, tx, db.ConnectionOperationSettleParams{ID: operationID, Status: string(status), Error: &msg})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
-			return dbx.Translate(err, "connection operation")
+			return err
 		}
 		return recordOperation(ctx, tx, "", "", "connection_operation."+string(status), row, []string{"error", "status"})
 	})
@@ -250,11 +250,11 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 		// these outcomes do not change by asking the vendor again.
 		fail := func(reason string) error {
 			row, err := s.q.ConnectionOperationSettle(ctx, tx, db.ConnectionOperationSettleParams{ID: op.ID, Status: string(StatusFailed), Error: &reason})
-			if errors.Is(err, pgx.ErrNoRows) {
+			if dbx.IsNotFound(err) {
 				return nil
 			}
 			if err != nil {
-				return dbx.Translate(err, "connection operation")
+				return err
 			}
 			return recordOperation(ctx, tx, "", "", "connection_operation.failed", row, []string{"error", "status"})
 		}
@@ -273,11 +273,11 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 			return fail("the vendor reported a connected account svc cannot use")
 		}
 		settled, err := s.q.ConnectionOperationSettle(ctx, tx, db.ConnectionOperationSettleParams{ID: op.ID, Status: string(StatusSucceeded)})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
-			return dbx.Translate(err, "connection operation")
+			return err
 		}
 		cred, err := secret.Seal(s.ring, conn.ID, p.Credential)
 		if err != nil {
@@ -293,7 +293,7 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 			Enabled: conn.Enabled, UpdatedByID: op.CreatedByID,
 		})
 		if err != nil {
-			return dbx.Translate(err, "connection")
+			return err
 		}
 		if err := s.record(ctx, tx, "", op.CreatedByID, "connection.authorized", conn, sorted(fields)); err != nil {
 			return err
@@ -307,7 +307,7 @@ func (s *Service) succeed(ctx context.Context, op db.ConnectionOperation, p Prog
 func (s *Service) failPending(ctx context.Context, tx pgx.Tx, organizationID, actorID, connectionID, reason string) error {
 	rows, err := s.q.ConnectionOperationFailPending(ctx, tx, db.ConnectionOperationFailPendingParams{ConnectionID: connectionID, Error: &reason})
 	if err != nil {
-		return dbx.Translate(err, "connection operation")
+		return err
 	}
 	for _, r := range rows {
 		if err := recordOperation(ctx, tx, organizationID, actorID, "connection_operation.failed", r, []string{"error", "status"}); err != nil {
@@ -321,9 +321,8 @@ func (s *Service) failPending(ctx context.Context, tx pgx.Tx, organizationID, ac
 // is empty for the changes the service makes on its own (a vendor's answer, a
 // sweep).
 func recordOperation(ctx context.Context, tx pgx.Tx, organizationID, actorID, action string, row db.ConnectionOperation, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: organizationID, WorkspaceID: row.WorkspaceID, ActorID: actorID, Action: action,
 		SubjectType: "connection_operation", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }

@@ -3,14 +3,12 @@ package connection
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/secret"
 )
@@ -65,7 +63,7 @@ type RunTarget struct {
 // and an API key. A connection that fails a check is *Unusable.
 func (s *Service) TargetForRun(ctx context.Context, workspaceID, connectionID string) (RunTarget, error) {
 	row, err := s.q.ConnectionToolTarget(ctx, s.pool, db.ConnectionToolTargetParams{WorkspaceID: workspaceID, ID: connectionID})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return RunTarget{}, &Unusable{ConnectionID: connectionID, Code: CodeNotFound, Msg: "no connection with this id in the workspace"}
 	}
 	if err != nil {

@@ -133,7 +133,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (C
 			Config: cfg, Credential: cred, Enabled: enabled, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Connection{}, dbx.Translate(err, "connection")
+			return Connection{}, err
 		}
 		if err := s.record(ctx, tx, c.OrganizationID, c.PrincipalID, "connection.created", row, sorted(fields)); err != nil {
 			return Connection{}, err
@@ -156,18 +156,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 	if err != nil {
 		return Page{}, dbx.Translate(err, "connection")
 	}
-	out := Page{Items: make([]Connection, 0, len(rows))}
-	for _, r := range rows {
-		v, err := connectionOf(r)
-		if err != nil {
-			return Page{}, err
-		}
-		out.Items = append(out.Items, v)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOfErr(rows, n, connectionOf, func(r db.Connection) string { return r.ID })
 }
 
 // Get reads a connection of the caller's workspace; an id of another
@@ -212,12 +201,10 @@ func (s *Service) RequireUsableTx(ctx context.Context, tx pgx.Tx, c *auth.Caller
 // (an agent revision's tools), which name the workspace rather than a caller.
 func (s *Service) UsableTx(ctx context.Context, tx pgx.Tx, workspaceID, field, connectionID string) (Connection, error) {
 	row, err := s.q.ConnectionGetForShare(ctx, tx, db.ConnectionGetForShareParams{WorkspaceID: workspaceID, ID: connectionID})
+	if dbx.IsNotFound(err) {
+		return Connection{}, apperr.NotFoundField("connection not found", field, "no connection with this id in the workspace")
+	}
 	if err != nil {
-		err = dbx.Translate(err, "connection")
-		if apperr.KindOf(err) == apperr.KindNotFound {
-			return Connection{}, &apperr.Error{Kind: apperr.KindNotFound, Msg: "connection not found",
-				Details: []apperr.Detail{{Field: field, Reason: "no connection with this id in the workspace"}}}
-		}
 		return Connection{}, err
 	}
 	if !row.Enabled {
@@ -246,14 +233,12 @@ type connector struct {
 // same 404 naming field; a disabled one is 409 disabled naming field when
 // newUse.
 func (s *Service) provider(ctx context.Context, tx pgx.Tx, workspaceID, providerID, field string, newUse bool) (connector, error) {
-	notFound := &apperr.Error{Kind: apperr.KindNotFound, Msg: "provider not found",
-		Details: []apperr.Detail{{Field: field, Reason: "no connector provider with this id in the workspace"}}}
+	notFound := apperr.NotFoundField("provider not found", field, "no connector provider with this id in the workspace")
 	row, err := s.q.ConnectionProviderForShare(ctx, tx, db.ConnectionProviderForShareParams{WorkspaceID: workspaceID, ID: providerID})
+	if dbx.IsNotFound(err) {
+		return connector{}, notFound
+	}
 	if err != nil {
-		err = dbx.Translate(err, "provider")
-		if apperr.KindOf(err) == apperr.KindNotFound {
-			return connector{}, notFound
-		}
 		return connector{}, err
 	}
 	if row.Kind != string(catalog.KindConnector) {
@@ -272,9 +257,8 @@ func (s *Service) provider(ctx context.Context, tx pgx.Tx, workspaceID, provider
 
 // record writes the audit event of a change to a connection.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, organizationID, actorID, action string, row db.Connection, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: organizationID, WorkspaceID: row.WorkspaceID, ActorID: actorID,
 		Action: action, SubjectType: "connection", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }

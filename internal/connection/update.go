@@ -89,7 +89,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (C
 		}
 		row, err = s.q.ConnectionUpdate(ctx, tx, p)
 		if err != nil {
-			return Connection{}, dbx.Translate(err, "connection")
+			return Connection{}, err
 		}
 		if err := s.record(ctx, tx, c.OrganizationID, c.PrincipalID, "connection.updated", row, sorted(fields)); err != nil {
 			return Connection{}, err
@@ -148,7 +148,7 @@ func (s *Service) Revoke(ctx context.Context, c *auth.Caller, connectionID strin
 			Enabled: row.Enabled, UpdatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Connection{}, dbx.Translate(err, "connection")
+			return Connection{}, err
 		}
 		if err := s.record(ctx, tx, c.OrganizationID, c.PrincipalID, "connection.revoked", row, []string{"credential"}); err != nil {
 			return Connection{}, err

@@ -23,7 +23,9 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{pool: pool, admin: testfactory.Bootstrap(t, pool)}
 }
 
-// Ages of rows, as SQL expressions over the database clock.
+// Ages of rows, as SQL expressions over the database clock. The rows below
+// are written directly: expired, used or revoked at a chosen moment is a
+// state the services reach only with time.
 const (
 	past   = "now() - interval '1 second'"
 	future = "now() + interval '1 hour'"

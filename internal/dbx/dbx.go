@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +71,8 @@ func Ping(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error 
 	return nil
 }
 
-// WithTx runs fn in a transaction and commits when fn returns nil.
+// WithTx runs fn in a transaction and commits when fn returns nil. Its error
+// is translated as WithTxV's is.
 func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	_, err := WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (struct{}, error) {
 		return struct{}{}, fn(ctx, tx)
@@ -79,6 +82,11 @@ func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context
 
 // WithTxV runs fn in a transaction, commits when fn returns no error, and returns
 // fn's value. The rollback runs even when ctx is already cancelled.
+//
+// Every error WithTxV returns is translated (Translate with no resource name):
+// fn returns its queries' errors as they come, naming a resource only where a
+// missing row or a duplicate is the answer the caller sees ("thread not found"),
+// and a lost database anywhere in fn is Unavailable without fn saying so.
 func WithTxV[T any](ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
 	var zero T
 	tx, err := pool.Begin(ctx)
@@ -88,7 +96,7 @@ func WithTxV[T any](ctx context.Context, pool *pgxpool.Pool, fn func(ctx context
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	v, err := fn(ctx, tx)
 	if err != nil {
-		return zero, err
+		return zero, Translate(err, "")
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return zero, Translate(err, "")
@@ -115,9 +123,17 @@ const (
 
 // Translate turns a database error into an apperr kind, once, at the database
 // edge: no rows is NotFound(resource), a unique violation is AlreadyExists, text
-// PostgreSQL cannot store is InvalidArgument, and a lost connection, a server
-// shutting down or starting, a time-out or a cancelled context is Unavailable.
-// Anything else is returned unchanged and becomes a 500.
+// PostgreSQL cannot store is InvalidArgument, and a connection that cannot be
+// made or breaks under a statement, a server shutting down or starting, a
+// time-out or a cancelled context is Unavailable.
+// An error that already has a kind is returned unchanged, so the first
+// translation, the one nearest the query, wins; anything else is returned
+// unchanged and becomes a 500. The translated error keeps err as its cause.
+//
+// WithTx and WithTxV translate what their function returns, so inside a
+// transaction Translate is needed only to name the resource of a lookup or an
+// insert whose miss or duplicate the caller sees. A read outside a transaction
+// translates its own error.
 func Translate(err error, resource string) error {
 	if err == nil {
 		return nil
@@ -129,7 +145,7 @@ func Translate(err error, resource string) error {
 		if resource == "" {
 			resource = "resource"
 		}
-		return apperr.NotFound(resource)
+		return apperr.Wrap(apperr.KindNotFound, resource+" not found", err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -161,13 +177,29 @@ func Translate(err error, resource string) error {
 	// pgx returns ctx.Err() itself when a query is cancelled: the caller gave up or
 	// the process is stopping, which is not a bug in the request.
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		pgconn.SafeToRetry(err) || pgconn.Timeout(err) || isConnectError(err) {
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err) || isConnectError(err) || isBrokenConnection(err) {
 		return apperr.Unavailable("the database is unavailable", err)
 	}
 	return err
 }
 
+// IsNotFound reports whether err says a query found no row (pgx.ErrNoRows),
+// as it came from the query or after Translate made it NotFound. Code that
+// treats a missing row as an answer, not a failure, asks this rather than
+// comparing with pgx's sentinel.
+func IsNotFound(err error) bool {
+	return errors.Is(err, pgx.ErrNoRows)
+}
+
 func isConnectError(err error) bool {
 	var ce *pgconn.ConnectError
 	return errors.As(err, &ce)
+}
+
+// isBrokenConnection reports a connection that broke under a statement: the
+// server or the network went away without a word, and pgx returns the
+// socket's error as it came (an unexpected EOF, a reset).
+func isBrokenConnection(err error) bool {
+	var opErr *net.OpError
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &opErr)
 }

@@ -61,10 +61,7 @@ type Environment struct {
 func (e Environment) ETag() string { return resource.ETag(e.ID, e.Version) }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Environment
-	NextCursor *string
-}
+type Page = resource.Page[Environment]
 
 // ListInput selects a page of environments.
 type ListInput struct {
@@ -109,14 +106,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 	if err != nil {
 		return Page{}, dbx.Translate(err, "environment")
 	}
-	out := Page{Items: make([]Environment, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, environmentOf(r))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, environmentOf, func(r db.Environment) string { return r.ID }), nil
 }
 
 // Get reads an environment of the caller's workspace; an id of another
@@ -154,14 +144,13 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, envID string, ifMa
 		}
 		row, err = s.q.EnvironmentSetStatus(ctx, tx, db.EnvironmentSetStatusParams{ID: row.ID, Status: string(StatusDeleting), UpdatedByID: c.PrincipalID})
 		if err != nil {
-			return dbx.Translate(err, "environment")
+			return err
 		}
-		err = audit.Record(ctx, tx, audit.Event{
+		return audit.Record(ctx, tx, audit.Event{
 			OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
 			Action: "environment.deleted", SubjectType: "environment", SubjectID: row.ID, Version: &row.Version,
 			ChangedFields: []string{"status"},
 		})
-		return dbx.Translate(err, "audit event")
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/sandbox"
@@ -58,7 +59,7 @@ type Acquired struct {
 // is *Unusable. principalID is who the run acts for.
 func (rt *Runtime) Acquire(ctx context.Context, workspaceID, threadID, templateID, principalID string) (Acquired, error) {
 	tpl, err := rt.q.EnvironmentTemplateGetAny(ctx, rt.pool, db.EnvironmentTemplateGetAnyParams{WorkspaceID: workspaceID, ID: templateID})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return Acquired{}, &Unusable{"the agent's environment template no longer exists"}
 	}
 	if err != nil {

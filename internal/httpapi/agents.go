@@ -145,6 +145,7 @@ func (h *AgentHandlers) GetAgentRevision(ctx context.Context, req api.GetAgentRe
 	return api.GetAgentRevision200JSONResponse(v), nil
 }
 
+// toAPIAgent is an agent's head (toAPISkill converts it to a skill's).
 func toAPIAgent(a revision.Head) api.Agent {
 	return api.Agent{
 		Id: a.ID, Name: a.Name, Description: a.Description, Labels: a.Labels, DefaultRevisionId: a.DefaultRevisionID,

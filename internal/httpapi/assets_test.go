@@ -141,97 +141,125 @@ func TestAssetsUploadReadList(t *testing.T) {
 	u := b.upload(t, b.admin.APIKey, "Q3 report.txt", "Text/Plain; Charset=UTF-8", bytes.NewReader(data), int64(len(data)))
 	require.Equal(t, http.StatusCreated, u.status, u.err)
 	a := u.asset
-	require.True(t, strings.HasPrefix(a.Id, "as_"), a.Id)
-	require.Equal(t, "Q3 report.txt", a.Name)
-	require.Equal(t, "text/plain; charset=UTF-8", a.ContentType, "the media type in canonical form")
-	require.Equal(t, int64(len(data)), a.Size)
-	require.Equal(t, sha256Hex(data), a.Sha256)
-	require.False(t, a.RetiredAt.IsSpecified() && !a.RetiredAt.IsNull(), "not retired")
-	require.Equal(t, 1, a.Version)
-	require.Equal(t, b.admin.PrincipalID, a.CreatedById)
-	require.Equal(t, b.admin.PrincipalID, a.UpdatedById)
-	require.Equal(t, "/api/v1/assets/"+a.Id, u.header.Get("Location"))
-	require.Equal(t, assetETag(a), u.header.Get("ETag"))
-
-	// The object is stored under the workspace's prefix, and only there.
-	require.Equal(t, []string{"ws/" + b.admin.WorkspaceID + "/assets/" + a.Id}, b.objectFiles(t))
-
-	got, err := b.api.GetAssetWithResponse(t.Context(), a.Id)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, got.StatusCode())
-	require.Equal(t, a, *got.JSON200)
-	require.Equal(t, assetETag(a), got.HTTPResponse.Header.Get("ETag"))
-
-	resp, raw := b.content(t, b.admin.APIKey, a.Id)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, data, raw)
-	require.Equal(t, "text/plain; charset=UTF-8", resp.Header.Get("Content-Type"))
-	require.Equal(t, strconv.Itoa(len(data)), resp.Header.Get("Content-Length"))
-	require.Equal(t, assetETag(a), resp.Header.Get("ETag"))
-	require.Equal(t, "bytes", resp.Header.Get("Accept-Ranges"))
-	require.Equal(t, `attachment; filename="Q3 report.txt"`, resp.Header.Get("Content-Disposition"))
-	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
-
 	// No Content-Type is application/octet-stream; a chunked body works; so
 	// does an empty one.
 	blob := bytes.Repeat([]byte{0, 1, 2, 0xff}, 70000)
 	c := b.upload(t, b.admin.APIKey, "blob.bin", "", bytes.NewReader(blob), -1)
 	require.Equal(t, http.StatusCreated, c.status, c.err)
-	require.Equal(t, "application/octet-stream", c.asset.ContentType)
-	require.Equal(t, int64(len(blob)), c.asset.Size)
-	require.Equal(t, sha256Hex(blob), c.asset.Sha256)
-	_, raw = b.content(t, b.admin.APIKey, c.asset.Id)
-	require.True(t, bytes.Equal(blob, raw))
 	empty := b.mustUpload(t, "empty", "application/x-empty", nil)
-	require.Zero(t, empty.Size)
-	require.Equal(t, sha256Hex(nil), empty.Sha256)
-	resp, raw = b.content(t, b.admin.APIKey, empty.Id)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Empty(t, raw)
-	require.Equal(t, "0", resp.Header.Get("Content-Length"))
 
-	// Newest first, one page at a time.
-	one := 1
-	var ids []string
-	var cursor *string
-	for {
-		p, err := b.api.ListAssetsWithResponse(t.Context(), &client.ListAssetsParams{Limit: &one, Cursor: cursor})
+	// The subtests only read what the uploads left.
+	t.Run("UploadAnswersTheAsset", func(t *testing.T) {
+		t.Parallel()
+		require.True(t, strings.HasPrefix(a.Id, "as_"), a.Id)
+		require.Equal(t, "Q3 report.txt", a.Name)
+		require.Equal(t, "text/plain; charset=UTF-8", a.ContentType, "the media type in canonical form")
+		require.Equal(t, int64(len(data)), a.Size)
+		require.Equal(t, sha256Hex(data), a.Sha256)
+		require.False(t, a.RetiredAt.IsSpecified() && !a.RetiredAt.IsNull(), "not retired")
+		require.Equal(t, 1, a.Version)
+		require.Equal(t, b.admin.PrincipalID, a.CreatedById)
+		require.Equal(t, b.admin.PrincipalID, a.UpdatedById)
+		require.Equal(t, "/api/v1/assets/"+a.Id, u.header.Get("Location"))
+		require.Equal(t, assetETag(a), u.header.Get("ETag"))
+	})
+
+	t.Run("ObjectsAreStoredUnderTheWorkspacesPrefixOnly", func(t *testing.T) {
+		t.Parallel()
+		prefix := "ws/" + b.admin.WorkspaceID + "/assets/"
+		require.ElementsMatch(t, []string{prefix + a.Id, prefix + c.asset.Id, prefix + empty.Id}, b.objectFiles(t))
+	})
+
+	t.Run("GetReadsTheAsset", func(t *testing.T) {
+		t.Parallel()
+		got, err := b.api.GetAssetWithResponse(t.Context(), a.Id)
 		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, p.StatusCode(), string(p.Body))
-		for _, it := range p.JSON200.Items {
-			ids = append(ids, it.Id)
-		}
-		if p.JSON200.NextCursor.IsNull() {
-			break
-		}
-		next, _ := p.JSON200.NextCursor.Get()
-		cursor = &next
-	}
-	require.Equal(t, []string{empty.Id, c.asset.Id, a.Id}, ids)
+		require.Equal(t, http.StatusOK, got.StatusCode())
+		require.Equal(t, a, *got.JSON200)
+		require.Equal(t, assetETag(a), got.HTTPResponse.Header.Get("ETag"))
+	})
 
-	// A viewer reads but cannot upload or retire.
-	viewer := b.h.Client(t, b.viewer.Token)
-	vg, err := viewer.GetAssetWithResponse(t.Context(), a.Id)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, vg.StatusCode())
-	resp, raw = b.content(t, b.viewer.Token, a.Id)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, data, raw)
-	vu := b.upload(t, b.viewer.Token, "nope", "text/plain", strings.NewReader("x"), 1)
-	require.Equal(t, http.StatusForbidden, vu.status)
-	require.Equal(t, client.ErrorCodePermissionDenied, vu.err.Error.Code)
-	etag := assetETag(a)
-	vd, err := viewer.RetireAssetWithResponse(t.Context(), a.Id, &client.RetireAssetParams{IfMatch: &etag})
-	require.NoError(t, err)
-	require.Equal(t, http.StatusForbidden, vd.StatusCode())
+	t.Run("ContentIsTheBytesWithTheirHeaders", func(t *testing.T) {
+		t.Parallel()
+		resp, raw := b.content(t, b.admin.APIKey, a.Id)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, data, raw)
+		require.Equal(t, "text/plain; charset=UTF-8", resp.Header.Get("Content-Type"))
+		require.Equal(t, strconv.Itoa(len(data)), resp.Header.Get("Content-Length"))
+		require.Equal(t, assetETag(a), resp.Header.Get("ETag"))
+		require.Equal(t, "bytes", resp.Header.Get("Accept-Ranges"))
+		require.Equal(t, `attachment; filename="Q3 report.txt"`, resp.Header.Get("Content-Disposition"))
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+	})
 
-	var action, fieldsCSV string
-	var version int
-	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(),
-		`SELECT action, array_to_string(changed_fields, ','), version FROM audit_event WHERE subject_type = 'asset' AND subject_id = $1`, a.Id).Scan(&action, &fieldsCSV, &version))
-	require.Equal(t, "asset.created", action)
-	require.Equal(t, "content_type,name,sha256,size", fieldsCSV)
-	require.Equal(t, 1, version)
+	t.Run("ChunkedUploadWithoutContentType", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "application/octet-stream", c.asset.ContentType)
+		require.Equal(t, int64(len(blob)), c.asset.Size)
+		require.Equal(t, sha256Hex(blob), c.asset.Sha256)
+		_, raw := b.content(t, b.admin.APIKey, c.asset.Id)
+		require.True(t, bytes.Equal(blob, raw))
+	})
+
+	t.Run("EmptyUpload", func(t *testing.T) {
+		t.Parallel()
+		require.Zero(t, empty.Size)
+		require.Equal(t, sha256Hex(nil), empty.Sha256)
+		resp, raw := b.content(t, b.admin.APIKey, empty.Id)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Empty(t, raw)
+		require.Equal(t, "0", resp.Header.Get("Content-Length"))
+	})
+
+	t.Run("ListIsNewestFirstOnePageAtATime", func(t *testing.T) {
+		t.Parallel()
+		one := 1
+		var ids []string
+		var cursor *string
+		for {
+			p, err := b.api.ListAssetsWithResponse(t.Context(), &client.ListAssetsParams{Limit: &one, Cursor: cursor})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, p.StatusCode(), string(p.Body))
+			for _, it := range p.JSON200.Items {
+				ids = append(ids, it.Id)
+			}
+			if p.JSON200.NextCursor.IsNull() {
+				break
+			}
+			next, _ := p.JSON200.NextCursor.Get()
+			cursor = &next
+		}
+		require.Equal(t, []string{empty.Id, c.asset.Id, a.Id}, ids)
+	})
+
+	t.Run("AViewerReadsButCannotUploadOrRetire", func(t *testing.T) {
+		t.Parallel()
+		viewer := b.h.Client(t, b.viewer.Token)
+		vg, err := viewer.GetAssetWithResponse(t.Context(), a.Id)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, vg.StatusCode())
+		resp, raw := b.content(t, b.viewer.Token, a.Id)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, data, raw)
+		vu := b.upload(t, b.viewer.Token, "nope", "text/plain", strings.NewReader("x"), 1)
+		require.Equal(t, http.StatusForbidden, vu.status)
+		require.Equal(t, client.ErrorCodePermissionDenied, vu.err.Error.Code)
+		etag := assetETag(a)
+		vd, err := viewer.RetireAssetWithResponse(t.Context(), a.Id, &client.RetireAssetParams{IfMatch: &etag})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusForbidden, vd.StatusCode())
+	})
+
+	t.Run("TheUploadIsAudited", func(t *testing.T) {
+		t.Parallel()
+		var action, fieldsCSV string
+		var version int
+		require.NoError(t, b.h.App.Pool.QueryRow(t.Context(),
+			`SELECT action, array_to_string(changed_fields, ','), version FROM audit_event WHERE subject_type = 'asset' AND subject_id = $1`, a.Id).Scan(&action, &fieldsCSV, &version))
+		require.Equal(t, "asset.created", action)
+		require.Equal(t, "content_type,name,sha256,size", fieldsCSV)
+		require.Equal(t, 1, version)
+	})
 }
 
 // TestAssetsRetire: DELETE needs If-Match, retires once (version and audit),

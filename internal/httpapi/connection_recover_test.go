@@ -140,12 +140,11 @@ func TestRecoverConnectionOperationsTwoProcesses(t *testing.T) {
 	// Abandoned operations, more than one batch of them, written directly.
 	abandon := func(n int) []string {
 		t.Helper()
-		pid := id.New(id.Provider)
-		_, err := h1.App.Pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
-VALUES ($1, $2, 'connector', 'composio', 'c', $3, $3)`, pid, admin.WorkspaceID, admin.PrincipalID)
-		require.NoError(t, err)
+		pid := testfactory.Provider(t, h1.App.Pool, admin.Owner(), &testfactory.ProviderOpts{Kind: "connector", Type: "composio"}).ID
 		ids := make([]string, n)
 		for i := range n {
+			// An operation whose owner died past its deadline is a state no
+			// API makes: written here directly, with its connection.
 			cid, oid := id.New(id.Connection), id.New(id.ConnectionOperation)
 			_, err := h1.App.Pool.Exec(ctx, `INSERT INTO connection (id, workspace_id, provider_id, app, name, config, created_by_id, updated_by_id)
 VALUES ($1, $2, $3, 'github', $4, '{"auth_config_id":"ac_oauth"}', $5, $5)`, cid, admin.WorkspaceID, pid, fmt.Sprintf("c%d", i), admin.PrincipalID)

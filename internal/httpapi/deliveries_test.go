@@ -92,18 +92,19 @@ func (b *deliveriesBundle) settle(t *testing.T, id, status string, n int) {
 	if status == outbox.StatusDelivered {
 		lastError = ""
 	}
-	_, err := b.h.App.Pool.Exec(ctx, `UPDATE outbox SET status = $2, attempts = $3, attempt_number = attempt_number + $3,
-		settled_at = now(), next_attempt_at = now() - interval '1 minute', last_error = NULLIF($4, '') WHERE id = $1`, id, status, n, lastError)
-	require.NoError(t, err)
+	var last int32
+	require.NoError(t, b.h.App.Pool.QueryRow(ctx, `UPDATE outbox SET status = $2, attempts = $3, attempt_number = attempt_number + $3,
+		settled_at = now(), next_attempt_at = now() - interval '1 minute', last_error = NULLIF($4, '') WHERE id = $1
+		RETURNING attempt_number`, id, status, n, lastError).Scan(&last))
 	for i := 1; i <= n; i++ {
-		result, code, resp, errText := "failed", 500, "oops", lastError
+		result, code, resp, errText := "failed", int32(500), "oops", lastError
 		if i == n && status == outbox.StatusDelivered {
 			result, code, resp, errText = "delivered", 204, "", ""
 		}
-		_, err := b.h.App.Pool.Exec(ctx, `INSERT INTO outbox_attempt (delivery_id, number, replica, started_at, duration_ms, result, status_code, response, error)
-			VALUES ($1, (SELECT attempt_number FROM outbox WHERE id = $1) - $2 + $3, 'test', now() - make_interval(secs => $2 - $3 + 1), 12, $4, $5, NULLIF($6, ''), NULLIF($7, ''))`,
-			id, n, i, result, code, resp, errText)
-		require.NoError(t, err)
+		testfactory.DeliveryAttempt(t, b.h.App.Pool, &testfactory.DeliveryAttemptOpts{
+			DeliveryID: id, Number: last - int32(n-i), Result: result, StatusCode: code, Response: resp, Error: errText,
+			StartedAgo: time.Duration(n-i+1) * time.Second, Duration: 12 * time.Millisecond,
+		})
 	}
 }
 
@@ -130,12 +131,13 @@ func (b *deliveriesBundle) record(t *testing.T, c outbox.Claimed, out outbox.Out
 	if out.Err != nil {
 		errText, result = out.Err.Error(), "failed"
 	}
-	var number int
+	var number int32
 	require.NoError(t, b.h.App.Pool.QueryRow(ctx, `UPDATE outbox SET status = $2, settled_at = now(), lease_until = NULL, last_error = NULLIF($3, '')
 		WHERE id = $1 RETURNING attempt_number`, c.ID, status, errText).Scan(&number))
-	_, err := b.h.App.Pool.Exec(ctx, `INSERT INTO outbox_attempt (delivery_id, number, replica, started_at, duration_ms, result, status_code, response, error)
-		VALUES ($1, $2, 'test', $3, 5, $4, NULLIF($5, 0), NULLIF($6, ''), NULLIF($7, ''))`, c.ID, number, c.ClaimedAt, result, out.StatusCode, out.Response, errText)
-	require.NoError(t, err)
+	testfactory.DeliveryAttempt(t, b.h.App.Pool, &testfactory.DeliveryAttemptOpts{
+		DeliveryID: c.ID, Number: number, Result: result, StatusCode: int32(out.StatusCode), Response: out.Response, Error: errText,
+		StartedAt: c.ClaimedAt,
+	})
 }
 
 func deliveriesPath(subID string) string { return subscriptionsPath + "/" + subID + "/deliveries" }
@@ -174,74 +176,100 @@ func TestDeliveriesListAndRead(t *testing.T) {
 	b.settle(t, own[0], outbox.StatusDead, 12)
 	b.settle(t, own[1], outbox.StatusDelivered, 2)
 
-	status, page, _ := b.do(t, http.MethodGet, deliveriesPath(subID), nil)
-	require.Equal(t, http.StatusOK, status, page)
-	require.Equal(t, []string{own[2], own[1], own[0]}, itemIDs(t, page), "newest first, this subscription's only")
-	require.Nil(t, page["next_cursor"])
-	pending := page["items"].([]any)[0].(map[string]any)
-	require.Equal(t, subID, pending["subscription_id"])
-	require.Equal(t, webhook.AgentRevisionPublished, pending["event_type"])
-	require.Equal(t, "pending", pending["status"])
-	require.EqualValues(t, 0, pending["attempts_used"])
-	require.EqualValues(t, 12, pending["max_attempts"])
-	require.NotNil(t, pending["next_attempt_at"])
-	require.Nil(t, pending["settled_at"])
-	require.Nil(t, pending["last_error"])
-	payload := pending["payload"].(map[string]any)
-	require.Equal(t, webhook.AgentRevisionPublished, payload["type"])
-	require.Equal(t, map[string]any{"agent_id": "ap_x", "name": "agent 2"}, payload["data"])
-	require.NotContains(t, pending, "attempts", "attempts are in the delivery's own view")
-
-	// Pages and the status filter.
-	status, page, _ = b.do(t, http.MethodGet, deliveriesPath(subID)+"?limit=2", nil)
-	require.Equal(t, http.StatusOK, status, page)
-	require.Equal(t, []string{own[2], own[1]}, itemIDs(t, page))
-	status, page, _ = b.do(t, http.MethodGet, deliveriesPath(subID)+"?limit=2&cursor="+url.QueryEscape(page["next_cursor"].(string)), nil)
-	require.Equal(t, http.StatusOK, status, page)
-	require.Equal(t, []string{own[0]}, itemIDs(t, page))
-	require.Nil(t, page["next_cursor"])
-	for st, want := range map[string][]string{"dead": {own[0]}, "delivered": {own[1]}, "pending": {own[2]}, "cancelled": nil} {
-		status, page, _ = b.do(t, http.MethodGet, deliveriesPath(subID)+"?status="+st, nil)
+	// The subtests only read the deliveries made above.
+	t.Run("ListIsNewestFirstThisSubscriptionsOnly", func(t *testing.T) {
+		t.Parallel()
+		status, page, _ := b.do(t, http.MethodGet, deliveriesPath(subID), nil)
 		require.Equal(t, http.StatusOK, status, page)
-		require.Equal(t, want, itemIDs(t, page), st)
-	}
-	status, out, _ := b.do(t, http.MethodGet, deliveriesPath(subID)+"?status=failed", nil)
-	require.Equal(t, http.StatusBadRequest, status, out)
-	status, out, _ = b.do(t, http.MethodGet, deliveriesPath(subID)+"?cursor=***", nil)
-	require.Equal(t, http.StatusBadRequest, status, out)
-	status, page, _ = b.do(t, http.MethodGet, deliveriesPath(other["id"].(string)), nil)
-	require.Equal(t, http.StatusOK, status, page)
-	require.Len(t, itemIDs(t, page), 3)
+		require.Equal(t, []string{own[2], own[1], own[0]}, itemIDs(t, page))
+		require.Nil(t, page["next_cursor"])
+		status, page, _ = b.do(t, http.MethodGet, deliveriesPath(other["id"].(string)), nil)
+		require.Equal(t, http.StatusOK, status, page)
+		require.Len(t, itemIDs(t, page), 3)
+	})
 
-	// One delivery, with its attempts newest first.
-	status, dead, hdr := b.do(t, http.MethodGet, "/api/v1/deliveries/"+own[0], nil)
-	require.Equal(t, http.StatusOK, status, dead)
-	require.Empty(t, hdr.Get("ETag"), "deliveries are not versioned")
-	require.Equal(t, "dead", dead["status"])
-	require.EqualValues(t, 12, dead["attempts_used"])
-	require.Nil(t, dead["next_attempt_at"], "settled")
-	require.NotNil(t, dead["settled_at"])
-	require.Equal(t, "the endpoint answered 500", dead["last_error"])
-	attempts := dead["attempts"].([]any)
-	require.Len(t, attempts, 12)
-	first := attempts[0].(map[string]any)
-	require.EqualValues(t, 12, first["number"])
-	require.Equal(t, "failed", first["result"])
-	require.EqualValues(t, 500, first["status_code"])
-	require.Equal(t, "oops", first["response"])
-	require.EqualValues(t, 12, first["duration_ms"])
-	require.EqualValues(t, 1, attempts[11].(map[string]any)["number"])
+	t.Run("AListedPendingDelivery", func(t *testing.T) {
+		t.Parallel()
+		status, page, _ := b.do(t, http.MethodGet, deliveriesPath(subID), nil)
+		require.Equal(t, http.StatusOK, status, page)
+		pending := page["items"].([]any)[0].(map[string]any)
+		require.Equal(t, own[2], pending["id"])
+		require.Equal(t, subID, pending["subscription_id"])
+		require.Equal(t, webhook.AgentRevisionPublished, pending["event_type"])
+		require.Equal(t, "pending", pending["status"])
+		require.EqualValues(t, 0, pending["attempts_used"])
+		require.EqualValues(t, 12, pending["max_attempts"])
+		require.NotNil(t, pending["next_attempt_at"])
+		require.Nil(t, pending["settled_at"])
+		require.Nil(t, pending["last_error"])
+		payload := pending["payload"].(map[string]any)
+		require.Equal(t, webhook.AgentRevisionPublished, payload["type"])
+		require.Equal(t, map[string]any{"agent_id": "ap_x", "name": "agent 2"}, payload["data"])
+		require.NotContains(t, pending, "attempts", "attempts are in the delivery's own view")
+	})
 
-	status, delivered, _ := b.do(t, http.MethodGet, "/api/v1/deliveries/"+own[1], nil)
-	require.Equal(t, http.StatusOK, status, delivered)
-	require.Nil(t, delivered["last_error"])
-	last := delivered["attempts"].([]any)[0].(map[string]any)
-	require.Equal(t, "delivered", last["result"])
-	require.Nil(t, last["response"])
-	require.Nil(t, last["error"])
-	status, fresh, _ := b.do(t, http.MethodGet, "/api/v1/deliveries/"+own[2], nil)
-	require.Equal(t, http.StatusOK, status, fresh)
-	require.Equal(t, []any{}, fresh["attempts"])
+	t.Run("PagesAndTheStatusFilter", func(t *testing.T) {
+		t.Parallel()
+		status, page, _ := b.do(t, http.MethodGet, deliveriesPath(subID)+"?limit=2", nil)
+		require.Equal(t, http.StatusOK, status, page)
+		require.Equal(t, []string{own[2], own[1]}, itemIDs(t, page))
+		status, page, _ = b.do(t, http.MethodGet, deliveriesPath(subID)+"?limit=2&cursor="+url.QueryEscape(page["next_cursor"].(string)), nil)
+		require.Equal(t, http.StatusOK, status, page)
+		require.Equal(t, []string{own[0]}, itemIDs(t, page))
+		require.Nil(t, page["next_cursor"])
+		for st, want := range map[string][]string{"dead": {own[0]}, "delivered": {own[1]}, "pending": {own[2]}, "cancelled": nil} {
+			status, page, _ = b.do(t, http.MethodGet, deliveriesPath(subID)+"?status="+st, nil)
+			require.Equal(t, http.StatusOK, status, page)
+			require.Equal(t, want, itemIDs(t, page), st)
+		}
+	})
+
+	t.Run("AnUnknownStatusOrCursorIsRefused", func(t *testing.T) {
+		t.Parallel()
+		status, out, _ := b.do(t, http.MethodGet, deliveriesPath(subID)+"?status=failed", nil)
+		require.Equal(t, http.StatusBadRequest, status, out)
+		status, out, _ = b.do(t, http.MethodGet, deliveriesPath(subID)+"?cursor=***", nil)
+		require.Equal(t, http.StatusBadRequest, status, out)
+	})
+
+	t.Run("ADeadDeliveryWithItsAttemptsNewestFirst", func(t *testing.T) {
+		t.Parallel()
+		status, dead, hdr := b.do(t, http.MethodGet, "/api/v1/deliveries/"+own[0], nil)
+		require.Equal(t, http.StatusOK, status, dead)
+		require.Empty(t, hdr.Get("ETag"), "deliveries are not versioned")
+		require.Equal(t, "dead", dead["status"])
+		require.EqualValues(t, 12, dead["attempts_used"])
+		require.Nil(t, dead["next_attempt_at"], "settled")
+		require.NotNil(t, dead["settled_at"])
+		require.Equal(t, "the endpoint answered 500", dead["last_error"])
+		attempts := dead["attempts"].([]any)
+		require.Len(t, attempts, 12)
+		first := attempts[0].(map[string]any)
+		require.EqualValues(t, 12, first["number"])
+		require.Equal(t, "failed", first["result"])
+		require.EqualValues(t, 500, first["status_code"])
+		require.Equal(t, "oops", first["response"])
+		require.EqualValues(t, 12, first["duration_ms"])
+		require.EqualValues(t, 1, attempts[11].(map[string]any)["number"])
+	})
+
+	t.Run("ADeliveredDelivery", func(t *testing.T) {
+		t.Parallel()
+		status, delivered, _ := b.do(t, http.MethodGet, "/api/v1/deliveries/"+own[1], nil)
+		require.Equal(t, http.StatusOK, status, delivered)
+		require.Nil(t, delivered["last_error"])
+		last := delivered["attempts"].([]any)[0].(map[string]any)
+		require.Equal(t, "delivered", last["result"])
+		require.Nil(t, last["response"])
+		require.Nil(t, last["error"])
+	})
+
+	t.Run("APendingDeliveryHasNoAttempts", func(t *testing.T) {
+		t.Parallel()
+		status, fresh, _ := b.do(t, http.MethodGet, "/api/v1/deliveries/"+own[2], nil)
+		require.Equal(t, http.StatusOK, status, fresh)
+		require.Equal(t, []any{}, fresh["attempts"])
+	})
 }
 
 // TestDeliveriesAcrossWorkspaces: another workspace's key, an absent id,

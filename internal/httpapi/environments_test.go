@@ -8,21 +8,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/testfactory"
 )
 
 const environmentsPath = "/api/v1/environments"
 
-// insertEnvironment stands in for a run: nothing creates environments
-// through the API yet, so the tests write the row a run would.
+// insertEnvironment stands in for a run: runs make environments, the API
+// does not, so the tests write the row a run would.
 func (b *templatesBundle) insertEnvironment(t *testing.T, workspaceID, templateID, providerID, status string, lastUsed *time.Time) string {
 	t.Helper()
-	envID := id.New(id.Environment)
-	_, err := b.h.App.Pool.Exec(t.Context(), `INSERT INTO environment (id, workspace_id, template_id, provider_id, status, vendor_handle, last_used_at, created_by_id, updated_by_id)
-VALUES ($1, $2, $3, $4, $5, '{"container_id":"c0ffee","token":"vendor-secret-token"}', $6, $7, $7)`,
-		envID, workspaceID, templateID, providerID, status, lastUsed, b.admin.PrincipalID)
-	require.NoError(t, err)
-	return envID
+	return testfactory.Environment(t, b.h.App.Pool, testfactory.Owner{WorkspaceID: workspaceID, PrincipalID: b.admin.PrincipalID},
+		&testfactory.EnvironmentOpts{TemplateID: templateID, ProviderID: providerID, Status: status, LastUsedAt: lastUsed,
+			VendorHandle: json.RawMessage(`{"container_id":"c0ffee","token":"vendor-secret-token"}`)}).ID
 }
 
 func TestEnvironmentsListReadDelete(t *testing.T) {
@@ -35,17 +32,6 @@ func TestEnvironmentsListReadDelete(t *testing.T) {
 	e2 := b.insertEnvironment(t, b.admin.WorkspaceID, tplB, b.docker, "stopped", nil)
 	e3 := b.insertEnvironment(t, b.admin.WorkspaceID, tplA, b.docker, "failed", nil)
 
-	status, got, hdr := b.do(t, http.MethodGet, environmentsPath+"/"+e1, nil)
-	require.Equal(t, http.StatusOK, status, got)
-	require.Equal(t, `"`+e1+`:1"`, hdr.Get("ETag"))
-	require.Equal(t, e1, got["id"])
-	require.Equal(t, tplA, got["template_id"])
-	require.Equal(t, b.docker, got["environment_provider_id"])
-	require.Equal(t, "running", got["status"])
-	require.Equal(t, "2026-11-20T10:00:00.123Z", got["last_used_at"])
-	require.EqualValues(t, 1, got["version"])
-	require.NotContains(t, got, "vendor_handle", "the vendor's handle is never shown")
-
 	ids := func(out map[string]any) []string {
 		var r []string
 		for _, it := range out["items"].([]any) {
@@ -53,58 +39,91 @@ func TestEnvironmentsListReadDelete(t *testing.T) {
 		}
 		return r
 	}
-	status, out, _ := b.do(t, http.MethodGet, environmentsPath, nil)
-	require.Equal(t, http.StatusOK, status, out)
-	require.Equal(t, []string{e3, e2, e1}, ids(out), "newest first")
-	raw, err := json.Marshal(out)
-	require.NoError(t, err)
-	require.NotContains(t, string(raw), "c0ffee", "no vendor handle in lists")
-	status, out, _ = b.do(t, http.MethodGet, environmentsPath+"?template_id="+tplA, nil)
-	require.Equal(t, http.StatusOK, status, out)
-	require.Equal(t, []string{e3, e1}, ids(out))
-	status, out, _ = b.do(t, http.MethodGet, environmentsPath+"?template_id="+tplA+"&limit=1", nil)
-	require.Equal(t, http.StatusOK, status, out)
-	require.Equal(t, []string{e3}, ids(out))
-	status, out, _ = b.do(t, http.MethodGet, environmentsPath+"?template_id="+tplA+"&limit=1&cursor="+out["next_cursor"].(string), nil)
-	require.Equal(t, http.StatusOK, status, out)
-	require.Equal(t, []string{e1}, ids(out))
-
-	// Delete: If-Match required; a viewer may not; then deleting, once.
 	path := environmentsPath + "/" + e1
-	status, out, _ = b.do(t, http.MethodDelete, path, nil)
-	require.Equal(t, http.StatusPreconditionRequired, status, out)
-	status, out, _ = b.do(t, http.MethodDelete, path, nil, "If-Match", `"`+e1+`:2"`)
-	require.Equal(t, http.StatusPreconditionFailed, status, out)
-	status, _, _ = b.do(t, http.MethodDelete, path, nil, as(b.viewer.Token, "If-Match", etag(got))...)
-	require.Equal(t, http.StatusForbidden, status)
-	status, out, _ = b.do(t, http.MethodDelete, path, nil, "If-Match", etag(got))
-	require.Equal(t, http.StatusNoContent, status, out)
-	status, after, hdr := b.do(t, http.MethodGet, path, nil)
-	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, "deleting", after["status"], "the sweep finishes the deletion")
-	require.EqualValues(t, 2, after["version"])
-	require.Equal(t, `"`+e1+`:2"`, hdr.Get("ETag"))
-	require.Equal(t, []string{"environment.deleted:status"}, b.auditTrail(t, e1))
-	var handle string
-	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT vendor_handle->>'container_id' FROM environment WHERE id = $1`, e1).Scan(&handle))
-	require.Equal(t, "c0ffee", handle, "the sweep still needs the handle")
+	status, got, _ := b.do(t, http.MethodGet, path, nil)
+	require.Equal(t, http.StatusOK, status, got)
 
-	// Deleting again changes nothing; a stale ETag is still refused.
-	status, _, _ = b.do(t, http.MethodDelete, path, nil, "If-Match", etag(after))
-	require.Equal(t, http.StatusNoContent, status)
-	status, _, _ = b.do(t, http.MethodDelete, path, nil, "If-Match", etag(got))
-	require.Equal(t, http.StatusPreconditionFailed, status)
-	_, again, _ := b.do(t, http.MethodGet, path, nil)
-	require.Equal(t, after, again)
-	require.Len(t, b.auditTrail(t, e1), 1)
+	t.Run("Read", func(t *testing.T) {
+		t.Run("OneWithoutItsHandle", func(t *testing.T) {
+			t.Parallel()
+			status, got, hdr := b.do(t, http.MethodGet, path, nil)
+			require.Equal(t, http.StatusOK, status, got)
+			require.Equal(t, `"`+e1+`:1"`, hdr.Get("ETag"))
+			require.Equal(t, e1, got["id"])
+			require.Equal(t, tplA, got["template_id"])
+			require.Equal(t, b.docker, got["environment_provider_id"])
+			require.Equal(t, "running", got["status"])
+			require.Equal(t, "2026-11-20T10:00:00.123Z", got["last_used_at"])
+			require.EqualValues(t, 1, got["version"])
+			require.NotContains(t, got, "vendor_handle", "the vendor's handle is never shown")
+		})
 
-	// A deleted environment (the sweep's end state) is kept and can be "deleted" again.
-	e4 := b.insertEnvironment(t, b.admin.WorkspaceID, tplB, b.docker, "deleted", nil)
-	status, _, _ = b.do(t, http.MethodDelete, environmentsPath+"/"+e4, nil, "If-Match", "*")
-	require.Equal(t, http.StatusNoContent, status)
-	_, d, _ := b.do(t, http.MethodGet, environmentsPath+"/"+e4, nil)
-	require.Equal(t, "deleted", d["status"])
-	require.EqualValues(t, 1, d["version"])
+		t.Run("ListNewestFirstWithoutHandles", func(t *testing.T) {
+			t.Parallel()
+			status, out, _ := b.do(t, http.MethodGet, environmentsPath, nil)
+			require.Equal(t, http.StatusOK, status, out)
+			require.Equal(t, []string{e3, e2, e1}, ids(out), "newest first")
+			raw, err := json.Marshal(out)
+			require.NoError(t, err)
+			require.NotContains(t, string(raw), "c0ffee", "no vendor handle in lists")
+		})
+
+		t.Run("ListOfATemplateByPages", func(t *testing.T) {
+			t.Parallel()
+			status, out, _ := b.do(t, http.MethodGet, environmentsPath+"?template_id="+tplA, nil)
+			require.Equal(t, http.StatusOK, status, out)
+			require.Equal(t, []string{e3, e1}, ids(out))
+			status, out, _ = b.do(t, http.MethodGet, environmentsPath+"?template_id="+tplA+"&limit=1", nil)
+			require.Equal(t, http.StatusOK, status, out)
+			require.Equal(t, []string{e3}, ids(out))
+			status, out, _ = b.do(t, http.MethodGet, environmentsPath+"?template_id="+tplA+"&limit=1&cursor="+out["next_cursor"].(string), nil)
+			require.Equal(t, http.StatusOK, status, out)
+			require.Equal(t, []string{e1}, ids(out))
+		})
+	})
+
+	t.Run("DeleteIsRefusedWithoutTheRightETagOrRole", func(t *testing.T) {
+		status, out, _ := b.do(t, http.MethodDelete, path, nil)
+		require.Equal(t, http.StatusPreconditionRequired, status, out)
+		status, out, _ = b.do(t, http.MethodDelete, path, nil, "If-Match", `"`+e1+`:2"`)
+		require.Equal(t, http.StatusPreconditionFailed, status, out)
+		status, _, _ = b.do(t, http.MethodDelete, path, nil, as(b.viewer.Token, "If-Match", etag(got))...)
+		require.Equal(t, http.StatusForbidden, status)
+		require.Empty(t, b.auditTrail(t, e1))
+	})
+
+	t.Run("DeleteMovesToDeletingOnce", func(t *testing.T) {
+		status, out, _ := b.do(t, http.MethodDelete, path, nil, "If-Match", etag(got))
+		require.Equal(t, http.StatusNoContent, status, out)
+		status, after, hdr := b.do(t, http.MethodGet, path, nil)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "deleting", after["status"], "the sweep finishes the deletion")
+		require.EqualValues(t, 2, after["version"])
+		require.Equal(t, `"`+e1+`:2"`, hdr.Get("ETag"))
+		require.Equal(t, []string{"environment.deleted:status"}, b.auditTrail(t, e1))
+		var handle string
+		require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT vendor_handle->>'container_id' FROM environment WHERE id = $1`, e1).Scan(&handle))
+		require.Equal(t, "c0ffee", handle, "the sweep still needs the handle")
+
+		// Deleting again changes nothing; a stale ETag is still refused.
+		status, _, _ = b.do(t, http.MethodDelete, path, nil, "If-Match", etag(after))
+		require.Equal(t, http.StatusNoContent, status)
+		status, _, _ = b.do(t, http.MethodDelete, path, nil, "If-Match", etag(got))
+		require.Equal(t, http.StatusPreconditionFailed, status)
+		_, again, _ := b.do(t, http.MethodGet, path, nil)
+		require.Equal(t, after, again)
+		require.Len(t, b.auditTrail(t, e1), 1)
+	})
+
+	t.Run("ADeletedEnvironmentIsKeptAndCanBeDeletedAgain", func(t *testing.T) {
+		// The sweep's end state.
+		e4 := b.insertEnvironment(t, b.admin.WorkspaceID, tplB, b.docker, "deleted", nil)
+		status, _, _ := b.do(t, http.MethodDelete, environmentsPath+"/"+e4, nil, "If-Match", "*")
+		require.Equal(t, http.StatusNoContent, status)
+		_, d, _ := b.do(t, http.MethodGet, environmentsPath+"/"+e4, nil)
+		require.Equal(t, "deleted", d["status"])
+		require.EqualValues(t, 1, d["version"])
+	})
 }
 
 // TestEnvironmentsConcurrentDelete: of two deletes holding one ETag, one

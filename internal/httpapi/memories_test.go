@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/provider/probe"
+	"github.com/svcdev/svc/internal/testfactory"
 )
 
 const memoriesPath = "/api/v1/memories"
@@ -185,9 +185,7 @@ func TestMemoriesDelete(t *testing.T) {
 	built := b.mustMemory(t, map[string]any{"name": "scratch", "kind": "builtin"})
 	keep := b.mustMemory(t, map[string]any{"name": "keep", "kind": "builtin"})
 	for _, m := range []string{built["id"].(string), built["id"].(string), keep["id"].(string)} {
-		_, err := b.h.App.Pool.Exec(t.Context(), `INSERT INTO memory_record (id, workspace_id, memory_id, content, metadata) VALUES ($1, $2, $3, 'remember', '{"k":1}')`,
-			id.New("mrec"), b.admin.WorkspaceID, m)
-		require.NoError(t, err)
+		testfactory.MemoryRecord(t, b.h.App.Pool, b.admin.Owner(), m, "remember")
 	}
 	records := func(memoryID string) int {
 		var n int

@@ -145,13 +145,8 @@ func (h *SkillHandlers) GetSkillRevision(ctx context.Context, req api.GetSkillRe
 	return api.GetSkillRevision200JSONResponse(v), nil
 }
 
-func toAPISkill(a revision.Head) api.Skill {
-	return api.Skill{
-		Id: a.ID, Name: a.Name, Description: a.Description, Labels: a.Labels, DefaultRevisionId: a.DefaultRevisionID,
-		LatestRevisionNumber: int(a.LatestRevisionNumber), Archived: a.Archived(), ArchivedAt: nullableTime(a.ArchivedAt),
-		Version: int(a.Version), CreatedById: a.CreatedByID, UpdatedById: a.UpdatedByID, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
-	}
-}
+// toAPISkill is a skill's head: the same members as an agent's.
+func toAPISkill(a revision.Head) api.Skill { return api.Skill(toAPIAgent(a)) }
 
 func toAPISkillRevision(r skill.Revision) (api.SkillRevision, error) {
 	cfg, err := viewJSON[api.SkillConfig](r.Config)

@@ -217,7 +217,8 @@ func TestMiddlewareUnit(t *testing.T) {
 	t.Run("ExpiredLeaseIsTakenOver", func(t *testing.T) {
 		t.Parallel()
 		b := setupUnit(t)
-		// A request lost with its process left its record in progress.
+		// A request lost with its process left its record in progress
+		// (written directly: a live process never leaves one).
 		_, err := b.pool.Exec(context.Background(),
 			`INSERT INTO idempotency_key (id, workspace_id, principal_id, method, route, key_hash, fingerprint, state, expires_at)
 			 VALUES ('idk_lost', 'ws_test', 'pri_test', 'POST', '/ok', $1, '\x00', 'in_progress', now() - interval '1 second')`,

@@ -13,6 +13,8 @@ import (
 func TestPurgeDeletesOnlyExpiredRecords(t *testing.T) {
 	t.Parallel()
 	pool := testdb.New(t)
+	// Records expired at a chosen moment are written directly: the
+	// middleware writes them only around requests, expiring in the future.
 	insert := func(state, expires string) string {
 		t.Helper()
 		rid := id.New(idPrefix)

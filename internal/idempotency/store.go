@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
@@ -104,13 +103,13 @@ func (s *store) beginWith(ctx context.Context, sc scope, fp []byte, match func(s
 		if err == nil {
 			return claim{ID: rid}, nil
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		if !dbx.IsNotFound(err) {
 			return claim{}, fmt.Errorf("claim idempotency key: %w", dbx.Translate(err, ""))
 		}
 		row, err := s.q.IdempotencyKeyGetLive(ctx, s.pool, db.IdempotencyKeyGetLiveParams{
 			WorkspaceID: sc.WorkspaceID, PrincipalID: sc.PrincipalID, Method: sc.Method, Route: sc.Route, KeyHash: sc.KeyHash,
 		})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			continue // released or expired in between: claim again
 		}
 		if err != nil {

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,11 +95,11 @@ func (s *Service) CreateAPIKey(ctx context.Context, c *auth.Caller, in CreateAPI
 			ID: id.New(id.APIKey), WorkspaceID: c.WorkspaceID, PrincipalID: c.PrincipalID, Name: in.Name, Role: in.Role,
 			TokenHash: token.Hash, Prefix: token.Prefix, ExpiresAt: expires, CreatedByID: c.PrincipalID,
 		})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return CreatedAPIKey{}, errExpiryInPast
 		}
 		if err != nil {
-			return CreatedAPIKey{}, dbx.Translate(err, "api key")
+			return CreatedAPIKey{}, err
 		}
 		fields := []string{"name", "role"}
 		if expires != nil {
@@ -110,7 +109,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, c *auth.Caller, in CreateAPI
 			OrganizationID: c.OrganizationID, WorkspaceID: c.WorkspaceID, ActorID: c.PrincipalID,
 			Action: "api_key.created", SubjectType: "api_key", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 		}); err != nil {
-			return CreatedAPIKey{}, dbx.Translate(err, "audit event")
+			return CreatedAPIKey{}, err
 		}
 		return CreatedAPIKey{APIKey: apiKeyOf(row), Token: token.Secret}, nil
 	})
@@ -131,7 +130,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, c *auth.Caller, in PageInput)
 	if err != nil {
 		return Page[APIKey]{}, dbx.Translate(err, "api key")
 	}
-	return pageOf(rows, p, apiKeyOf, func(r db.ApiKey) string { return r.ID }), nil
+	return resource.PageOf(rows, p.limit, apiKeyOf, func(r db.ApiKey) string { return r.ID }), nil
 }
 
 // RevokeAPIKeyInput names the key to revoke.
@@ -161,7 +160,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, c *auth.Caller, in RevokeAPI
 		}
 		row, err = s.q.APIKeyRevoke(ctx, tx, row.ID)
 		if err != nil {
-			return APIKey{}, dbx.Translate(err, "api key")
+			return APIKey{}, err
 		}
 		changed = true
 		return apiKeyOf(row), audit.Record(ctx, tx, audit.Event{

@@ -6,6 +6,7 @@ import (
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
+	"github.com/svcdev/svc/internal/resource"
 )
 
 func auditEventOf(r db.AuditEvent) AuditEvent {
@@ -30,5 +31,5 @@ func (s *Service) ListAuditEvents(ctx context.Context, c *auth.Caller, in PageIn
 	if err != nil {
 		return Page[AuditEvent]{}, dbx.Translate(err, "audit event")
 	}
-	return pageOf(rows, p, auditEventOf, func(r db.AuditEvent) string { return r.ID }), nil
+	return resource.PageOf(rows, p.limit, auditEventOf, func(r db.AuditEvent) string { return r.ID }), nil
 }

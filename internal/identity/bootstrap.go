@@ -73,11 +73,11 @@ func Bootstrap(ctx context.Context, pool *pgxpool.Pool, in BootstrapInput) (Boot
 	return dbx.WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (BootstrapResult, error) {
 		q := db.New()
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", bootstrapLockID); err != nil {
-			return BootstrapResult{}, dbx.Translate(err, "")
+			return BootstrapResult{}, err
 		}
 		exists, err := q.OrganizationAnyExists(ctx, tx)
 		if err != nil {
-			return BootstrapResult{}, dbx.Translate(err, "")
+			return BootstrapResult{}, err
 		}
 		if exists {
 			return BootstrapResult{}, ErrAlreadyInitialized
@@ -97,11 +97,11 @@ func Bootstrap(ctx context.Context, pool *pgxpool.Pool, in BootstrapInput) (Boot
 func createAdmin(ctx context.Context, tx pgx.Tx, q *db.Queries, email string, hash *string, token auth.Token) (BootstrapResult, error) {
 	org, err := q.OrganizationInsert(ctx, tx, db.OrganizationInsertParams{ID: id.New(id.Organization), Name: "Default organization"})
 	if err != nil {
-		return BootstrapResult{}, dbx.Translate(err, "organization")
+		return BootstrapResult{}, err
 	}
 	pri, err := q.PrincipalInsert(ctx, tx, db.PrincipalInsertParams{ID: id.New(id.Principal), Kind: "user", DisplayName: email})
 	if err != nil {
-		return BootstrapResult{}, dbx.Translate(err, "principal")
+		return BootstrapResult{}, err
 	}
 	user, err := q.UserInsert(ctx, tx, db.UserInsertParams{ID: id.New(id.User), PrincipalID: pri.ID, Email: email, PasswordHash: hash})
 	if err != nil {
@@ -109,20 +109,20 @@ func createAdmin(ctx context.Context, tx pgx.Tx, q *db.Queries, email string, ha
 	}
 	ws, err := q.WorkspaceInsert(ctx, tx, db.WorkspaceInsertParams{ID: id.New(id.Workspace), OrganizationID: org.ID, Name: "Default workspace", CreatedByID: pri.ID})
 	if err != nil {
-		return BootstrapResult{}, dbx.Translate(err, "workspace")
+		return BootstrapResult{}, err
 	}
 	if _, err := q.OrganizationMemberInsert(ctx, tx, db.OrganizationMemberInsertParams{OrganizationID: org.ID, PrincipalID: pri.ID, Role: auth.OrgOwner}); err != nil {
-		return BootstrapResult{}, dbx.Translate(err, "organization member")
+		return BootstrapResult{}, err
 	}
 	if _, err := q.WorkspaceMemberInsert(ctx, tx, db.WorkspaceMemberInsertParams{WorkspaceID: ws.ID, PrincipalID: pri.ID, Role: auth.RoleAdmin}); err != nil {
-		return BootstrapResult{}, dbx.Translate(err, "workspace member")
+		return BootstrapResult{}, err
 	}
 	key, err := q.APIKeyCreate(ctx, tx, db.APIKeyCreateParams{
 		ID: id.New(id.APIKey), WorkspaceID: ws.ID, PrincipalID: pri.ID, Name: "bootstrap", Role: auth.RoleAdmin,
 		TokenHash: token.Hash, Prefix: token.Prefix, CreatedByID: pri.ID,
 	})
 	if err != nil {
-		return BootstrapResult{}, dbx.Translate(err, "api key")
+		return BootstrapResult{}, err
 	}
 	for _, e := range []audit.Event{
 		{OrganizationID: org.ID, Action: "organization.created", SubjectType: "organization", SubjectID: org.ID, Version: &org.Version},

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,7 +51,7 @@ func (s *Service) ListMembers(ctx context.Context, c *auth.Caller, in PageInput)
 	if err != nil {
 		return Page[Member]{}, dbx.Translate(err, "member")
 	}
-	return pageOf(rows, p, memberOf, func(r db.WorkspaceMemberListRow) string { return r.PrincipalID }), nil
+	return resource.PageOf(rows, p.limit, memberOf, func(r db.WorkspaceMemberListRow) string { return r.PrincipalID }), nil
 }
 
 // UpdateMemberInput changes a member's role.
@@ -107,7 +106,7 @@ func (s *Service) UpdateMember(ctx context.Context, c *auth.Caller, in UpdateMem
 		}
 		row, err := s.q.WorkspaceMemberUpdateRole(ctx, tx, db.WorkspaceMemberUpdateRoleParams{WorkspaceID: c.WorkspaceID, PrincipalID: in.PrincipalID, Role: in.Role})
 		if err != nil {
-			return Member{}, dbx.Translate(err, "member")
+			return Member{}, err
 		}
 		cur.Role, cur.Version, cur.UpdatedAt = row.Role, row.Version, row.UpdatedAt
 		changed = true
@@ -142,12 +141,12 @@ func (s *Service) RemoveMember(ctx context.Context, c *auth.Caller, in RemoveMem
 			return err
 		}
 		if err := s.q.WorkspaceMemberDelete(ctx, tx, db.WorkspaceMemberDeleteParams{WorkspaceID: c.WorkspaceID, PrincipalID: in.PrincipalID}); err != nil {
-			return dbx.Translate(err, "member")
+			return err
 		}
 		events := []audit.Event{{Action: "member.removed", SubjectType: "member", SubjectID: in.PrincipalID, Version: &cur.Version}}
 		keys, err := s.q.APIKeyRevokeByPrincipal(ctx, tx, db.APIKeyRevokeByPrincipalParams{WorkspaceID: c.WorkspaceID, PrincipalID: in.PrincipalID})
 		if err != nil {
-			return dbx.Translate(err, "api key")
+			return err
 		}
 		for _, k := range keys {
 			events = append(events, audit.Event{Action: "api_key.revoked", SubjectType: "api_key", SubjectID: k.ID, Version: &k.Version, ChangedFields: []string{"revoked_at"}})
@@ -155,7 +154,7 @@ func (s *Service) RemoveMember(ctx context.Context, c *auth.Caller, in RemoveMem
 		for _, e := range events {
 			e.OrganizationID, e.WorkspaceID, e.ActorID = c.OrganizationID, c.WorkspaceID, c.PrincipalID
 			if err := audit.Record(ctx, tx, e); err != nil {
-				return dbx.Translate(err, "audit event")
+				return err
 			}
 		}
 		return nil
@@ -193,10 +192,10 @@ func (s *Service) lockMember(ctx context.Context, tx pgx.Tx, workspaceID, princi
 func (s *Service) keepOrganizationAdmin(ctx context.Context, tx pgx.Tx, organizationID, principalID string) error {
 	role, err := s.q.OrganizationMemberRoleGet(ctx, tx, db.OrganizationMemberRoleGetParams{OrganizationID: organizationID, PrincipalID: principalID})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		return nil
 	case err != nil:
-		return dbx.Translate(err, "organization member")
+		return err
 	case role == auth.OrgOwner || role == auth.OrgAdmin:
 		return errOrganizationAdmin
 	}
@@ -211,7 +210,7 @@ func (s *Service) keepAnAdmin(ctx context.Context, tx pgx.Tx, workspaceID, curre
 	}
 	n, err := s.q.WorkspaceMemberCountAdmins(ctx, tx, workspaceID)
 	if err != nil {
-		return dbx.Translate(err, "member")
+		return err
 	}
 	if n <= 1 {
 		return errLastAdmin

@@ -58,22 +58,7 @@ func (in PageInput) parse() (page, error) {
 }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page[T any] struct {
-	Items      []T
-	NextCursor *string
-}
-
-// pageOf maps rows to a page; key is the cursor value of an item.
-func pageOf[R, T any](rows []R, p page, conv func(R) T, key func(R) string) Page[T] {
-	out := Page[T]{Items: make([]T, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, conv(r))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), p.limit, key(rows[len(rows)-1]))
-	}
-	return out
-}
+type Page[T any] = resource.Page[T]
 
 // roleAtMost reports whether workspace role a is no higher than b.
 func roleAtMost(a, b string) bool {

@@ -41,11 +41,11 @@ func SetUserDisabled(ctx context.Context, pool *pgxpool.Pool, email string, disa
 	q := db.New()
 	return dbx.WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (UserState, error) {
 		u, err := q.UserGetByEmailForUpdate(ctx, tx, email)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return UserState{}, fmt.Errorf("%w: %s", ErrUserNotFound, email)
 		}
 		if err != nil {
-			return UserState{}, dbx.Translate(err, "user")
+			return UserState{}, err
 		}
 		st := UserState{UserID: u.ID, Email: u.Email, Disabled: u.DisabledAt != nil}
 		if st.Disabled == disabled {
@@ -53,7 +53,7 @@ func SetUserDisabled(ctx context.Context, pool *pgxpool.Pool, email string, disa
 		}
 		u, err = q.UserSetDisabled(ctx, tx, db.UserSetDisabledParams{ID: u.ID, Disabled: disabled})
 		if err != nil {
-			return UserState{}, dbx.Translate(err, "user")
+			return UserState{}, err
 		}
 		st.Disabled, st.Changed = u.DisabledAt != nil, true
 		action := "user.enabled"
@@ -62,7 +62,7 @@ func SetUserDisabled(ctx context.Context, pool *pgxpool.Pool, email string, disa
 		}
 		wss, err := q.WorkspaceListForPrincipal(ctx, tx, u.PrincipalID)
 		if err != nil {
-			return UserState{}, dbx.Translate(err, "workspace")
+			return UserState{}, err
 		}
 		e := audit.Event{Action: action, SubjectType: "user", SubjectID: u.ID, Version: &u.Version, ChangedFields: []string{"disabled_at"}}
 		if len(wss) == 0 {

@@ -70,18 +70,18 @@ func (s *Service) CreateWorkspace(ctx context.Context, c *auth.Caller, in Create
 			ID: id.New(id.Workspace), OrganizationID: c.OrganizationID, Name: in.Name, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return CreatedWorkspace{}, dbx.Translate(err, "workspace")
+			return CreatedWorkspace{}, err
 		}
 		m, err := s.q.WorkspaceMemberInsert(ctx, tx, db.WorkspaceMemberInsertParams{WorkspaceID: ws.ID, PrincipalID: c.PrincipalID, Role: auth.RoleAdmin})
 		if err != nil {
-			return CreatedWorkspace{}, dbx.Translate(err, "workspace member")
+			return CreatedWorkspace{}, err
 		}
 		key, err := s.q.APIKeyCreate(ctx, tx, db.APIKeyCreateParams{
 			ID: id.New(id.APIKey), WorkspaceID: ws.ID, PrincipalID: c.PrincipalID, Name: "workspace creator",
 			Role: auth.RoleAdmin, TokenHash: token.Hash, Prefix: token.Prefix, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return CreatedWorkspace{}, dbx.Translate(err, "api key")
+			return CreatedWorkspace{}, err
 		}
 		events := []audit.Event{
 			{Action: "workspace.created", SubjectType: "workspace", SubjectID: ws.ID, Version: &ws.Version, ChangedFields: []string{"name"}},
@@ -91,7 +91,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, c *auth.Caller, in Create
 		for _, e := range events {
 			e.OrganizationID, e.WorkspaceID, e.ActorID = c.OrganizationID, ws.ID, c.PrincipalID
 			if err := audit.Record(ctx, tx, e); err != nil {
-				return CreatedWorkspace{}, dbx.Translate(err, "audit event")
+				return CreatedWorkspace{}, err
 			}
 		}
 		return CreatedWorkspace{Workspace: workspaceOf(ws), Token: token.Secret}, nil
@@ -113,7 +113,7 @@ func (s *Service) ListWorkspaces(ctx context.Context, c *auth.Caller, in PageInp
 	if err != nil {
 		return Page[Workspace]{}, dbx.Translate(err, "workspace")
 	}
-	return pageOf(rows, p, workspaceOf, func(r db.Workspace) string { return r.ID }), nil
+	return resource.PageOf(rows, p.limit, workspaceOf, func(r db.Workspace) string { return r.ID }), nil
 }
 
 // GetWorkspace reads a workspace of the caller's organization; any other id is
@@ -177,7 +177,7 @@ func (s *Service) UpdateWorkspace(ctx context.Context, c *auth.Caller, in Update
 		}
 		row, err = s.q.WorkspaceUpdate(ctx, tx, db.WorkspaceUpdateParams{ID: row.ID, Name: name, UpdatedByID: c.PrincipalID})
 		if err != nil {
-			return Workspace{}, dbx.Translate(err, "workspace")
+			return Workspace{}, err
 		}
 		changed = true
 		return workspaceOf(row), audit.Record(ctx, tx, audit.Event{

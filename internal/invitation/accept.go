@@ -171,7 +171,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, inv db.Invitation, expi
 			return AcceptResult{}, ErrAccountDisabled
 		}
 		res.UserID, res.PrincipalID = acct.ID, acct.PrincipalID
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		if pwHash == nil {
 			// The first look saw an account that is gone now; accounts are never
 			// deleted, so this needs a retry at most.
@@ -187,7 +187,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, inv db.Invitation, expi
 			Action: "user.created", SubjectType: "user", SubjectID: user.ID, Version: &user.Version,
 		})
 	default:
-		return AcceptResult{}, dbx.Translate(err, "user")
+		return AcceptResult{}, err
 	}
 	joined, err := s.addMembership(ctx, tx, inv, res.PrincipalID)
 	if err != nil {
@@ -198,7 +198,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, inv db.Invitation, expi
 	}
 	row, err := s.q.InvitationMarkAccepted(ctx, tx, db.InvitationMarkAcceptedParams{ID: inv.ID, PrincipalID: &res.PrincipalID})
 	if err != nil {
-		return AcceptResult{}, dbx.Translate(err, "invitation")
+		return AcceptResult{}, err
 	}
 	events = append(events, audit.Event{
 		OrganizationID: row.OrganizationID, WorkspaceID: deref(row.WorkspaceID), ActorID: res.PrincipalID,
@@ -252,7 +252,7 @@ func (s *Service) createAccount(ctx context.Context, tx pgx.Tx, email, displayNa
 	}
 	pri, err := s.q.PrincipalInsert(ctx, tx, db.PrincipalInsertParams{ID: id.New(id.Principal), Kind: "user", DisplayName: displayName})
 	if err != nil {
-		return db.UserAccount{}, dbx.Translate(err, "principal")
+		return db.UserAccount{}, err
 	}
 	user, err := s.q.UserInsert(ctx, tx, db.UserInsertParams{ID: id.New(id.User), PrincipalID: pri.ID, Email: email, PasswordHash: pwHash})
 	if err != nil {
@@ -272,7 +272,7 @@ func (s *Service) addMembership(ctx context.Context, tx pgx.Tx, inv db.Invitatio
 			WorkspaceID: *inv.WorkspaceID, PrincipalID: principalID, Role: inv.Role,
 		})
 		if err != nil || n == 0 {
-			return nil, dbx.Translate(err, "workspace member")
+			return nil, err
 		}
 		return &audit.Event{
 			OrganizationID: inv.OrganizationID, WorkspaceID: *inv.WorkspaceID, ActorID: principalID,
@@ -283,7 +283,7 @@ func (s *Service) addMembership(ctx context.Context, tx pgx.Tx, inv db.Invitatio
 		OrganizationID: inv.OrganizationID, PrincipalID: principalID, Role: inv.Role,
 	})
 	if err != nil || n == 0 {
-		return nil, dbx.Translate(err, "organization member")
+		return nil, err
 	}
 	return &audit.Event{
 		OrganizationID: inv.OrganizationID, ActorID: principalID,

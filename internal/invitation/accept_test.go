@@ -133,7 +133,7 @@ func TestAcceptWithAnExistingAccount(t *testing.T) {
 		m := testfactory.AddMember(t, b.h.App.Pool, b.admin.OrganizationID, b.admin.WorkspaceID, testfactory.MemberOpts{Password: "the members password"})
 		created := b.inviteWorkspace(t, m.Email, "editor")
 		// The address became a member some other way before accepting.
-		b.exec(t, "INSERT INTO workspace_member (workspace_id, principal_id, role) VALUES ($1, $2, 'runner')", b.admin.WorkspaceID, m.PrincipalID)
+		testfactory.JoinWorkspace(t, b.h.App.Pool, b.admin.WorkspaceID, m.PrincipalID, "runner")
 
 		resp := b.accept(t, client.AcceptInvitationRequest{Token: b.keepToken(t, created.InvitationUrl), Password: ptr("the members password")})
 		require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))

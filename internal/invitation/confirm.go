@@ -3,7 +3,6 @@ package invitation
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -76,7 +75,7 @@ func (s *Service) mailConfirmation(ctx context.Context, inv db.Invitation, pwHas
 			DisplayName: displayName, TtlSeconds: s.confirmTTL.Seconds(),
 		})
 		if err != nil {
-			return dbx.Translate(err, "invitation confirmation")
+			return err
 		}
 		return s.enqueueConfirmationMail(ctx, tx, ConfirmationMailTemplate, inv, row.ID, link, row.ExpiresAt)
 	})
@@ -120,7 +119,7 @@ func (s *Service) enqueueConfirmationMail(ctx context.Context, tx pgx.Tx, templa
 	if _, err := outbox.Enqueue(ctx, tx, outbox.Delivery{
 		Kind: outbox.KindIdentityMail, WorkspaceID: deref(inv.WorkspaceID), Payload: payload, Sealed: sealed,
 	}); err != nil {
-		return dbx.Translate(err, "")
+		return err
 	}
 	return nil
 }
@@ -133,7 +132,7 @@ func (s *Service) CheckConfirmation(ctx context.Context, token string) (Preview,
 		return Preview{}, ErrConfirmationUnknown
 	}
 	row, err := s.q.InvitationConfirmationGetByTokenHash(ctx, s.pool, hashToken(token))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return Preview{}, ErrConfirmationUnknown
 	}
 	if err != nil {
@@ -167,11 +166,11 @@ func (s *Service) Confirm(ctx context.Context, token string) (AcceptResult, erro
 	}
 	res, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (AcceptResult, error) {
 		c, err := s.q.InvitationConfirmationTake(ctx, tx, hashToken(token))
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return AcceptResult{}, ErrConfirmationUnknown
 		}
 		if err != nil {
-			return AcceptResult{}, dbx.Translate(err, "invitation confirmation")
+			return AcceptResult{}, err
 		}
 		cur, err := s.q.InvitationGetByIDForUpdate(ctx, tx, c.InvitationID)
 		if err != nil {

@@ -87,7 +87,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Created, error) {
 		if _, err := s.q.InvitationDeleteExpiredPending(ctx, tx, db.InvitationDeleteExpiredPendingParams{
 			OrganizationID: orgID, WorkspaceID: wsID, Email: in.Email,
 		}); err != nil {
-			return Created{}, dbx.Translate(err, "invitation")
+			return Created{}, err
 		}
 		// The lookup only refuses addresses that are already members. The
 		// invitee's principal stays unknown (null) until acceptance: naming it now
@@ -100,8 +100,8 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Created, error) {
 			if invitee.IsMember {
 				return Created{}, errAlreadyMember(in.Target.kind())
 			}
-		case !errors.Is(err, pgx.ErrNoRows):
-			return Created{}, dbx.Translate(err, "user")
+		case !dbx.IsNotFound(err):
+			return Created{}, err
 		}
 		row, err := s.q.InvitationInsert(ctx, tx, db.InvitationInsertParams{
 			ID: id.New(id.Invitation), OrganizationID: orgID, WorkspaceID: wsID, Email: in.Email, Role: in.Role,
@@ -112,7 +112,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Created, error) {
 			if errors.As(err, &pgErr) && pgErr.ConstraintName == pendingIndex {
 				return Created{}, ErrPending
 			}
-			return Created{}, dbx.Translate(err, "invitation")
+			return Created{}, err
 		}
 		link := s.acceptURL(token)
 		if err := s.enqueueMail(ctx, tx, in.Caller, row, link); err != nil {
@@ -149,7 +149,7 @@ func (s *Service) enqueueMail(ctx context.Context, tx pgx.Tx, c *auth.Caller, ro
 	if _, err := outbox.Enqueue(ctx, tx, outbox.Delivery{
 		Kind: outbox.KindIdentityMail, WorkspaceID: deref(row.WorkspaceID), Payload: payload, Sealed: sealed,
 	}); err != nil {
-		return dbx.Translate(err, "")
+		return err
 	}
 	return nil
 }

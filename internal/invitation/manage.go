@@ -2,7 +2,6 @@ package invitation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -16,11 +15,7 @@ import (
 )
 
 // Page is one page of invitations, newest first.
-type Page struct {
-	Items []Invitation
-	// NextCursor is nil on the last page.
-	NextCursor *string
-}
+type Page = resource.Page[Invitation]
 
 // List returns a page of a target's invitations, newest first: a workspace's
 // invitations, or an organization's own (not its workspaces').
@@ -50,14 +45,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (Page, error) {
 	if err != nil {
 		return Page{}, dbx.Translate(err, "invitation")
 	}
-	page := Page{Items: make([]Invitation, 0, len(rows))}
-	for _, r := range rows {
-		page.Items = append(page.Items, fromRow(r))
-	}
-	if len(rows) > 0 {
-		page.NextCursor = resource.NextCursor(len(rows), limit, rows[len(rows)-1].ID)
-	}
-	return page, nil
+	return resource.PageOf(rows, limit, fromRow, func(r db.Invitation) string { return r.ID }), nil
 }
 
 // Get returns an invitation the caller may see: one to the caller's workspace
@@ -103,7 +91,7 @@ func (s *Service) Revoke(ctx context.Context, in RevokeInput) (Invitation, error
 		}
 		row, err = s.q.InvitationRevoke(ctx, tx, row.ID)
 		if err != nil {
-			return Invitation{}, dbx.Translate(err, "invitation")
+			return Invitation{}, err
 		}
 		if err := audit.Record(ctx, tx, audit.Event{
 			OrganizationID: row.OrganizationID, WorkspaceID: deref(row.WorkspaceID), ActorID: in.Caller.PrincipalID,
@@ -135,7 +123,7 @@ func visibility(c *auth.Caller, invitationID string) visibleParams {
 
 // notFound maps a missed lookup to ErrNotFound, and anything else once.
 func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return ErrNotFound
 	}
 	return dbx.Translate(err, "invitation")

@@ -2,10 +2,7 @@ package invitation
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/svcdev/svc/internal/dbx"
 )
@@ -30,7 +27,7 @@ func (s *Service) Preview(ctx context.Context, token string) (Preview, error) {
 		return Preview{}, ErrNotFound
 	}
 	row, err := s.q.InvitationPreviewByTokenHash(ctx, s.pool, hashToken(token))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return Preview{}, ErrNotFound
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -14,9 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/svcdev/svc/internal/endpoint"
+	"github.com/svcdev/svc/internal/vendortext"
 )
 
 // Endpoint is where and how an adapter sends its requests.
@@ -164,31 +165,8 @@ var secretLike = regexp.MustCompile(`(?i)(sk-[a-z0-9_\-]{6,}|bearer\s+[a-z0-9._\
 // clean shortens a vendor message and removes the key and key-like tokens from
 // it (vendors echo keys: "Incorrect API key provided: sk-...").
 func clean(s string, secrets ...string) string {
-	for _, key := range secrets {
-		if len(key) < 4 {
-			continue
-		}
-		s = strings.ReplaceAll(s, key, "[redacted]")
-		if len(key) > 8 { // partial echoes such as "sk-abc***xyz"
-			s = strings.ReplaceAll(s, key[:8], "[redacted]")
-		}
-	}
-	s = secretLike.ReplaceAllString(s, "[redacted]")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if len(s) > maxMessage {
-		cut := maxMessage
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
+	s = vendortext.Clean(s, math.MaxInt, secrets...)
+	return vendortext.Clean(secretLike.ReplaceAllString(s, vendortext.Redacted), maxMessage)
 }
 
 // vendorError reads the error members vendors use:

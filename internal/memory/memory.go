@@ -54,10 +54,7 @@ type Memory struct {
 func (m Memory) ETag() string { return resource.ETag(m.ID, m.Version) }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Memory
-	NextCursor *string
-}
+type Page = resource.Page[Memory]
 
 // CreateInput is a new memory.
 type CreateInput struct {

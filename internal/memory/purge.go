@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
@@ -105,12 +105,12 @@ func (p *Purger) target(ctx context.Context, workspaceID string, pl PurgePayload
 	switch {
 	case err == nil:
 		return probe.Target{}, outbox.Permanent(fmt.Errorf("memory %s still exists; its namespace is not purged", pl.MemoryID)), false
-	case !errors.Is(err, pgx.ErrNoRows):
+	case !dbx.IsNotFound(err):
 		return probe.Target{}, outbox.Failed(fmt.Errorf("read memory %s: %w", pl.MemoryID, err)), false
 	}
 	row, err := p.q.ProviderGet(ctx, p.pool, db.ProviderGetParams{WorkspaceID: workspaceID, Kind: string(catalog.KindMemory), ID: pl.ProviderID})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		return probe.Target{}, outbox.Permanent(fmt.Errorf(
 			"provider %s is not a memory provider of workspace %s (it no longer exists, or is of another kind); namespace %s cannot be purged by svc",
 			pl.ProviderID, workspaceID, pl.Namespace)), false

@@ -3,13 +3,11 @@ package memory
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 )
 
 // Record is a record of a builtin memory, kept in memory_record. Every
@@ -38,7 +36,7 @@ func (s *Service) WriteRecord(ctx context.Context, workspaceID, memoryID string,
 func (s *Service) ReadRecord(ctx context.Context, workspaceID, memoryID, id string) (Record, bool, error) {
 	row, err := s.q.MemoryRecordGet(ctx, s.pool, db.MemoryRecordGetParams{WorkspaceID: workspaceID, MemoryID: memoryID, ID: id})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		return Record{}, false, nil
 	case err != nil:
 		return Record{}, false, fmt.Errorf("read record %s of memory %s: %w", id, memoryID, err)

@@ -3,12 +3,10 @@ package memory
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/provider"
 )
@@ -79,7 +77,7 @@ func (t RunTarget) Credential() (map[string]any, error) {
 func (s *Service) TargetForRun(ctx context.Context, workspaceID, memoryID string) (RunTarget, bool, error) {
 	row, err := s.q.MemoryToolTarget(ctx, s.pool, db.MemoryToolTargetParams{WorkspaceID: workspaceID, ID: memoryID})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		return RunTarget{}, false, nil
 	case err != nil:
 		return RunTarget{}, false, fmt.Errorf("read memory %s: %w", memoryID, err)

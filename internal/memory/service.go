@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -82,7 +81,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (M
 		}
 		row, err := s.q.MemoryInsert(ctx, tx, p)
 		if err != nil {
-			return Memory{}, dbx.Translate(err, "memory")
+			return Memory{}, err
 		}
 		if err := s.record(ctx, tx, c, "memory.created", row, fields); err != nil {
 			return Memory{}, err
@@ -105,14 +104,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 	if err != nil {
 		return Page{}, dbx.Translate(err, "memory")
 	}
-	out := Page{Items: make([]Memory, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, memoryOf(r))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, memoryOf, func(r db.Memory) string { return r.ID }), nil
 }
 
 // Get reads a memory of the caller's workspace; an id of another workspace is
@@ -166,7 +158,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (M
 		}
 		row, err = s.q.MemoryUpdate(ctx, tx, p)
 		if err != nil {
-			return Memory{}, dbx.Translate(err, "memory")
+			return Memory{}, err
 		}
 		if err := s.record(ctx, tx, c, "memory.updated", row, fields); err != nil {
 			return Memory{}, err
@@ -200,13 +192,13 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, memoryID string, i
 		case err == nil:
 			return apperr.New(apperr.KindConflict, fmt.Sprintf(
 				"agent %s (revision %d) uses the memory, and a thread may still run that revision; archive the agent first", used.AgentID, used.Number))
-		case !errors.Is(err, pgx.ErrNoRows):
-			return dbx.Translate(err, "memory")
+		case !dbx.IsNotFound(err):
+			return err
 		}
 		switch Kind(row.Kind) {
 		case KindBuiltin:
 			if _, err := s.q.MemoryRecordDeleteByMemory(ctx, tx, row.ID); err != nil {
-				return dbx.Translate(err, "memory records")
+				return err
 			}
 		case KindRecord:
 			if row.ProviderID == nil || row.Namespace == nil {
@@ -217,11 +209,11 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, memoryID string, i
 				Payload: PurgePayload{ProviderID: *row.ProviderID, Namespace: *row.Namespace, MemoryID: row.ID},
 			})
 			if err != nil {
-				return dbx.Translate(err, "outbox delivery")
+				return err
 			}
 		}
 		if err := s.q.MemoryDelete(ctx, tx, row.ID); err != nil {
-			return dbx.Translate(err, "memory")
+			return err
 		}
 		return s.record(ctx, tx, c, "memory.deleted", row, []string{})
 	})
@@ -229,9 +221,8 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, memoryID string, i
 
 // record writes the audit event of a change to row.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, c *auth.Caller, action string, row db.Memory, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
 		Action: action, SubjectType: "memory", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }

@@ -47,10 +47,7 @@ type Model struct {
 func (m Model) ETag() string { return resource.ETag(m.Key, m.Version) }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Model
-	NextCursor *string
-}
+type Page = resource.Page[Model]
 
 // CreateInput is a new model.
 type CreateInput struct {

@@ -3,7 +3,6 @@ package model
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -70,8 +69,7 @@ func usable(key string, found, enabled, providerEnabled bool) *Unusable {
 func (u *Unusable) refusal() error {
 	switch u.Reason {
 	case Missing:
-		return &apperr.Error{Kind: apperr.KindNotFound, Msg: "model not found",
-			Details: []apperr.Detail{{Field: "model", Reason: fmt.Sprintf("the agent's model %q does not exist in the workspace", u.Key)}}}
+		return apperr.NotFoundField("model not found", "model", fmt.Sprintf("the agent's model %q does not exist in the workspace", u.Key))
 	case Disabled:
 		return &apperr.Error{Kind: apperr.KindDisabled, Msg: "the model is disabled",
 			Details: []apperr.Detail{{Field: "model", Reason: fmt.Sprintf("model %q is disabled", u.Key)}}}
@@ -88,8 +86,8 @@ func (u *Unusable) refusal() error {
 // either seen or waits until tx ends.
 func RequireUsable(ctx context.Context, tx pgx.Tx, reg *catalog.Registry, workspaceID, key string) error {
 	row, err := db.New().ModelForRunStart(ctx, tx, db.ModelForRunStartParams{WorkspaceID: workspaceID, Key: key})
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return dbx.Translate(err, "model")
+	if err != nil && !dbx.IsNotFound(err) {
+		return err
 	}
 	if u := usable(key, err == nil, row.Enabled, row.ProviderEnabled); u != nil {
 		return u.refusal()
@@ -121,7 +119,7 @@ func (u *Uncallable) Unwrap() error { return u.Err }
 // attempt's.
 func (s *Service) Open(ctx context.Context, workspaceID, key string, client *http.Client) (llm.Model, string, error) {
 	row, err := s.q.ModelForRun(ctx, s.pool, db.ModelForRunParams{WorkspaceID: workspaceID, Key: key})
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	if err != nil && !dbx.IsNotFound(err) {
 		return nil, "", fmt.Errorf("read model %s: %w", key, err)
 	}
 	if u := usable(key, err == nil, row.Model.Enabled, row.ProviderEnabled); u != nil {

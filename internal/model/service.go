@@ -176,7 +176,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (M
 		}
 		row, err = s.q.ModelUpdate(ctx, tx, p)
 		if err != nil {
-			return Model{}, dbx.Translate(err, "model")
+			return Model{}, err
 		}
 		slices.Sort(fields)
 		if err := s.record(ctx, tx, c, "model.updated", row, fields); err != nil {
@@ -240,9 +240,8 @@ func sameJSON(stored, next []byte) bool {
 
 // record writes the audit event of a change to row.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, c *auth.Caller, action string, row db.Model, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
 		Action: action, SubjectType: "model", SubjectID: row.Key, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }

@@ -28,6 +28,10 @@ type S3Config struct {
 	Bucket    string
 	// Prefix, when set, is put before every key ("svc" stores ws/… as svc/ws/…).
 	Prefix string
+	// Transport carries the store's requests; nil gives the store one of
+	// its own (minio's default, whose idle connections close after a
+	// minute). Tests pass theirs, to close its connections when they end.
+	Transport http.RoundTripper
 }
 
 // S3Store keeps objects in a bucket. A Put of a known size up to s3PartSize
@@ -70,6 +74,7 @@ func OpenS3(cfg S3Config) (*S3Store, error) {
 		Region:       cfg.Region,
 		BucketLookup: lookup,
 		MaxRetries:   s3MaxRetries,
+		Transport:    cfg.Transport,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("object store: s3 endpoint %q: %w", cfg.Endpoint, err)

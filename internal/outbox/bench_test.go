@@ -22,7 +22,8 @@ import (
 )
 
 // fillSettled inserts n delivered rows of kind, settled two days ago, each
-// with its attempt row, as a week of traffic would leave them.
+// with its attempt row, as a week of traffic would leave them: in bulk
+// statements, since a testfactory.Delivery call per row would take minutes.
 func fillSettled(b *testing.B, pool *pgxpool.Pool, n int) {
 	b.Helper()
 	ctx := context.Background()

@@ -36,8 +36,15 @@ const settleTimeout = 10 * time.Second
 // deliveries of each kind that has a Deliverer, leases them, delivers up to
 // parallel at once and records each outcome. Leases make replicas safe to run
 // side by side: a row is attempted by one sender at a time, and a sender that
-// dies loses its rows when their leases end.
+// dies loses its rows when their leases end. Run drives the passes (run.go).
 type Engine struct {
+	// Scan is the longest Run waits between passes when nothing wakes it
+	// (control.scan_seconds; its default unless set). Set it before Run.
+	Scan time.Duration
+	// PassFunc, when set, is told of every pass Run makes; the process
+	// counts them with the sweeps' metrics. Set it before Run.
+	PassFunc func(Pass)
+
 	pool       *pgxpool.Pool
 	q          *db.Queries
 	cfg        config.Outbox
@@ -48,12 +55,14 @@ type Engine struct {
 	wake       chan struct{}
 	// kicks wake the running pass of each kind (see drain).
 	kicks map[string]chan struct{}
+	held  atomic.Bool
 }
 
 // NewEngine returns an engine for this replica. Register each kind's deliverer
 // before the first pass.
 func NewEngine(pool *pgxpool.Pool, cfg config.Outbox, replica string, log *slog.Logger, m *Metrics) *Engine {
 	e := &Engine{
+		Scan: time.Duration(config.Default().Control.ScanSeconds) * time.Second,
 		pool: pool, q: db.New(), cfg: cfg, replica: replica, log: log, metrics: m,
 		deliverers: map[string]Deliverer{}, wake: make(chan struct{}, 1), kicks: map[string]chan struct{}{},
 	}
@@ -87,9 +96,6 @@ func signal(c chan struct{}) {
 
 // Metrics returns the engine's collectors.
 func (e *Engine) Metrics() *Metrics { return e.metrics }
-
-// Woken is the channel Wake signals; the deliver_outbox sweep listens on it.
-func (e *Engine) Woken() <-chan struct{} { return e.wake }
 
 // Deliver is one deliver_outbox pass: for every kind with a deliverer, at the
 // same time, it claims and delivers due rows until none are left. When ctx ends

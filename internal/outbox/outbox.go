@@ -1,7 +1,10 @@
 // Package outbox is the transactional outbox: deliveries are written in the same
 // transaction as the change that causes them, and delivered at least once by the
-// deliver_outbox sweep, which hands each claimed delivery to its kind's
-// Deliverer (see engine.go and docs/decisions/0021-outbox-engine.md).
+// engine's deliver_outbox passes, which hand each claimed delivery to its kind's
+// Deliverer. Engine.Run drives the passes on every control replica, woken by
+// the commits that enqueue (see engine.go, run.go,
+// docs/decisions/0021-outbox-engine.md and
+// docs/decisions/0049-outbox-loop-and-listener.md).
 package outbox
 
 import (

@@ -124,7 +124,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, k catalog.Kind, in
 			Credential: cred, ExtraHeaders: headers, ExtraHeaderNames: headerNames(in.ExtraHeaders), CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Provider{}, dbx.Translate(err, "provider")
+			return Provider{}, err
 		}
 		if err := s.record(ctx, tx, c, "provider.created", row, fields); err != nil {
 			return Provider{}, err
@@ -147,18 +147,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, k catalog.Kind, limi
 	if err != nil {
 		return Page{}, dbx.Translate(err, "provider")
 	}
-	out := Page{Items: make([]Provider, 0, len(rows))}
-	for _, r := range rows {
-		p, err := providerOf(r)
-		if err != nil {
-			return Page{}, err
-		}
-		out.Items = append(out.Items, p)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOfErr(rows, n, providerOf, func(r db.Provider) string { return r.ID })
 }
 
 // Get reads a provider of kind k in the caller's workspace; an id of another
@@ -216,11 +205,10 @@ func (s *Service) open(providerID string, sealed []byte, out any) error {
 
 // record writes the audit event of a change to row.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, c *auth.Caller, action string, row db.Provider, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
 		Action: action, SubjectType: row.Kind + "_provider", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }
 
 // canonical encodes a config as JSON with sorted keys; nil is the empty object.

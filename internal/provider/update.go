@@ -89,7 +89,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, k catalog.Kind, in
 		}
 		row, err = s.q.ProviderUpdate(ctx, tx, p)
 		if err != nil {
-			return Provider{}, dbx.Translate(err, "provider")
+			return Provider{}, err
 		}
 		slices.Sort(fields)
 		if err := s.record(ctx, tx, c, "provider.updated", row, fields); err != nil {

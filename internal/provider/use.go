@@ -34,13 +34,11 @@ func ForUse(ctx context.Context, tx pgx.Tx, reg *catalog.Registry, workspaceID, 
 // keeps its provider, say).
 func Lookup(ctx context.Context, tx pgx.Tx, reg *catalog.Registry, workspaceID, providerID string, k catalog.Kind, field string, newUse bool) (catalog.Type, error) {
 	row, err := db.New().ProviderForUse(ctx, tx, db.ProviderForUseParams{WorkspaceID: workspaceID, ID: providerID})
+	if dbx.IsNotFound(err) {
+		return catalog.Type{}, apperr.NotFoundField("provider not found", field, fmt.Sprintf("no %s provider with this id in the workspace", k))
+	}
 	if err != nil {
-		err = dbx.Translate(err, "provider")
-		if apperr.KindOf(err) == apperr.KindNotFound {
-			return catalog.Type{}, &apperr.Error{Kind: apperr.KindNotFound, Msg: "provider not found",
-				Details: []apperr.Detail{{Field: field, Reason: fmt.Sprintf("no %s provider with this id in the workspace", k)}}}
-		}
-		return catalog.Type{}, err
+		return catalog.Type{}, dbx.Translate(err, "provider")
 	}
 	if row.Kind != string(k) {
 		return catalog.Type{}, apperr.InvalidField(field, fmt.Sprintf("is a %s provider, not a %s provider", row.Kind, k))

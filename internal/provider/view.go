@@ -71,7 +71,4 @@ func decodeConfig(raw []byte) (map[string]any, error) {
 }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Provider
-	NextCursor *string
-}
+type Page = resource.Page[Provider]

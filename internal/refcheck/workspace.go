@@ -34,7 +34,7 @@ var _ External = Workspace{}
 func (w Workspace) EnvironmentTemplate(ctx context.Context, tx pgx.Tx, workspaceID, templateID, field string) error {
 	row, err := db.New().EnvironmentTemplateForUse(ctx, tx, db.EnvironmentTemplateForUseParams{WorkspaceID: workspaceID, ID: templateID})
 	if err != nil {
-		return notFoundOr(dbx.Translate(err, "environment template"), field, "no environment template with this id in the workspace")
+		return notFoundOr(err, field, "no environment template with this id in the workspace")
 	}
 	if !row.Enabled {
 		return Disabled(field, "the environment template is disabled")
@@ -52,7 +52,7 @@ func (w Workspace) EnvironmentTemplate(ctx context.Context, tx pgx.Tx, workspace
 func (w Workspace) Memory(ctx context.Context, tx pgx.Tx, workspaceID, memoryID, field string) error {
 	row, err := db.New().MemoryForUse(ctx, tx, db.MemoryForUseParams{WorkspaceID: workspaceID, ID: memoryID})
 	if err != nil {
-		return notFoundOr(dbx.Translate(err, "memory"), field, "no memory with this id in the workspace")
+		return notFoundOr(err, field, "no memory with this id in the workspace")
 	}
 	if row.ProviderID == nil {
 		return nil // a builtin memory lives in the database
@@ -113,9 +113,10 @@ func (w Workspace) SkillPackage(ctx context.Context, tx pgx.Tx, workspaceID, ass
 	return err
 }
 
-// notFoundOr turns a not-found error into NotFound naming field.
+// notFoundOr turns a lookup that found no row into NotFound naming field;
+// other errors are left to the transaction to translate.
 func notFoundOr(err error, field, reason string) error {
-	if apperr.KindOf(err) == apperr.KindNotFound {
+	if dbx.IsNotFound(err) {
 		return NotFound(field, reason)
 	}
 	return err

@@ -67,10 +67,8 @@ func TestResealEndToEnd(t *testing.T) {
 		pid := id.New(id.Provider)
 		cred := []byte(fmt.Sprintf(`{"api_key":"sk-%d"}`, i))
 		hdrs := []byte(fmt.Sprintf(`{"X-Org":"o%d"}`, i))
-		_, err := pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, credential, extra_headers, extra_header_names, created_by_id, updated_by_id)
-VALUES ($1, $2, 'model', 'openai', $3, $4, $5, '{X-Org}', $6, $6)`,
-			pid, admin.WorkspaceID, fmt.Sprintf("p%d", i), seal(t, old, cred, []byte(pid)), seal(t, old, hdrs, []byte(pid)), admin.PrincipalID)
-		require.NoError(t, err)
+		testfactory.Provider(t, pool, admin.Owner(), &testfactory.ProviderOpts{ID: pid, Type: "openai", Name: fmt.Sprintf("p%d", i),
+			Credential: seal(t, old, cred, []byte(pid)), ExtraHeaders: seal(t, old, hdrs, []byte(pid)), ExtraHeaderNames: []string{"X-Org"}})
 		values = append(values,
 			stored{rekey.ProviderCredential, "provider", "credential", pid, []byte(pid), cred},
 			stored{rekey.ProviderExtraHeaders, "provider", "extra_headers", pid, []byte(pid), hdrs})
@@ -82,8 +80,7 @@ VALUES ($1, $2, 'model', 'openai', $3, $4, $5, '{X-Org}', $6, $6)`,
 		plain := []byte(`{"url":"https://example.com/t?token=` + ref + `"}`)
 		payload, err := json.Marshal(map[string]string{"template": "x", p.field: ref})
 		require.NoError(t, err)
-		_, err = pool.Exec(ctx, `INSERT INTO outbox (id, kind, payload, sealed) VALUES ($1, 'identity_mail', $2, $3)`, did, payload, seal(t, old, plain, aad))
-		require.NoError(t, err)
+		testfactory.Delivery(t, pool, &testfactory.DeliveryOpts{ID: did, Kind: "identity_mail", Payload: payload, Sealed: seal(t, old, plain, aad)})
 		values = append(values, stored{rekey.OutboxSealed, "outbox", "sealed", did, aad, plain})
 	}
 	// The two mails of an acceptance waiting for the address's owner: they name
@@ -94,11 +91,11 @@ VALUES ($1, $2, 'model', 'openai', $3, $4, $5, '{X-Org}', $6, $6)`,
 		plain := []byte(`{"link":"https://example.com/t?token=` + mail + `"}`)
 		payload, err := json.Marshal(map[string]string{"template": template, "invitation_id": inv, "mail_id": mail})
 		require.NoError(t, err)
-		_, err = pool.Exec(ctx, `INSERT INTO outbox (id, kind, payload, sealed) VALUES ($1, 'identity_mail', $2, $3)`, did, payload, seal(t, old, plain, aad))
-		require.NoError(t, err)
+		testfactory.Delivery(t, pool, &testfactory.DeliveryOpts{ID: did, Kind: "identity_mail", Payload: payload, Sealed: seal(t, old, plain, aad)})
 		values = append(values, stored{rekey.OutboxSealed, "outbox", "sealed", did, aad, plain})
 	}
-	// A completed idempotency record (aad = record id).
+	// A completed idempotency record (aad = record id), written directly:
+	// the middleware completes records only around a request.
 	rid := id.New("idk")
 	resp := []byte(`{"status":201,"body":"token"}`)
 	_, err := pool.Exec(ctx, `INSERT INTO idempotency_key (id, workspace_id, principal_id, method, route, key_hash, fingerprint, state, status, response, expires_at)
@@ -108,17 +105,15 @@ VALUES ($1, $2, $3, 'POST', '/x', '\x01', '\x02', 'completed', 201, $4, now() + 
 	// A webhook subscription's signing secret (aad = subscription id).
 	sid := id.New(id.Subscription)
 	whsec := []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	_, err = pool.Exec(ctx, `INSERT INTO subscription (id, workspace_id, url, event_types, secret, created_by_id, updated_by_id)
-VALUES ($1, $2, 'https://93.184.216.34/hook', '{run.failed}', $3, $4, $4)`, sid, admin.WorkspaceID, seal(t, old, whsec, []byte(sid)), admin.PrincipalID)
-	require.NoError(t, err)
+	testfactory.Subscription(t, pool, admin.Owner(), &testfactory.SubscriptionOpts{ID: sid, URL: "https://93.184.216.34/hook",
+		EventTypes: []string{"run.failed"}, Secret: seal(t, old, whsec, []byte(sid))})
 	values = append(values, stored{rekey.SubscriptionSecret, "subscription", "secret", sid, []byte(sid), whsec})
 
-	// A connection's credential and its authorization's vendor state (aad = row id).
-	cpid, cid, oid := id.New(id.Provider), id.New(id.Connection), id.New(id.ConnectionOperation)
+	// A connection's credential and its authorization's vendor state (aad =
+	// row id), written directly: only a vendor's answers make them.
+	cpid := testfactory.Provider(t, pool, admin.Owner(), &testfactory.ProviderOpts{Kind: "connector", Type: "composio"}).ID
+	cid, oid := id.New(id.Connection), id.New(id.ConnectionOperation)
 	ccred, vstate := []byte(`{"connected_account_id":"ca_1"}`), []byte(`{"connected_account_id":"ca_2","user_id":"u"}`)
-	_, err = pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
-VALUES ($1, $2, 'connector', 'composio', 'c', $3, $3)`, cpid, admin.WorkspaceID, admin.PrincipalID)
-	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO connection (id, workspace_id, provider_id, app, name, credential, created_by_id, updated_by_id)
 VALUES ($1, $2, $3, 'github', 'gh', $4, $5, $5)`, cid, admin.WorkspaceID, cpid, seal(t, old, ccred, []byte(cid)), admin.PrincipalID)
 	require.NoError(t, err)
@@ -132,9 +127,7 @@ VALUES ($1, $2, $3, $4, 'r', now(), now() + interval '1 hour', $5)`, oid, admin.
 	// A credential sealed under a key that is not in the ring.
 	lostID := id.New(id.Provider)
 	lostSealed := seal(t, lost, []byte(`{"api_key":"gone"}`), []byte(lostID))
-	_, err = pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, credential, created_by_id, updated_by_id)
-VALUES ($1, $2, 'web', 'search', 'lost', $3, $4, $4)`, lostID, admin.WorkspaceID, lostSealed, admin.PrincipalID)
-	require.NoError(t, err)
+	testfactory.Provider(t, pool, admin.Owner(), &testfactory.ProviderOpts{ID: lostID, Kind: "web", Type: "search", Name: "lost", Credential: lostSealed})
 
 	// Nothing to do while the old key is primary, except report the lost value.
 	res, err := rekey.Run(ctx, pool, old, 2)
@@ -192,8 +185,7 @@ func TestResealReportsUnknownContext(t *testing.T) {
 	// A sealed subagent_result delivery: no known sealing context, so it is reported, not touched.
 	did := id.New(id.Delivery)
 	sealed := seal(t, old, []byte("x"), []byte(did))
-	_, err := pool.Exec(ctx, `INSERT INTO outbox (id, kind, payload, sealed) VALUES ($1, 'subagent_result', '{}', $2)`, did, sealed)
-	require.NoError(t, err)
+	testfactory.Delivery(t, pool, &testfactory.DeliveryOpts{ID: did, Kind: "subagent_result", Sealed: sealed})
 	res, err := rekey.Run(ctx, pool, ring, 0)
 	require.NoError(t, err)
 	require.Len(t, res.Unreadable, 1)

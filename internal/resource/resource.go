@@ -150,3 +150,39 @@ func ValidateDescription(field, s string) error {
 	}
 	return nil
 }
+
+// Page is one page of a list; NextCursor is nil on the last page.
+type Page[T any] struct {
+	Items      []T
+	NextCursor *string
+}
+
+// PageOf maps rows, read with limit, to a page: each row through conv and,
+// when the page is full, the cursor after the last row, whose id key
+// answers.
+func PageOf[R, T any](rows []R, limit int, conv func(R) T, key func(R) string) Page[T] {
+	out := Page[T]{Items: make([]T, 0, len(rows))}
+	for _, r := range rows {
+		out.Items = append(out.Items, conv(r))
+	}
+	if len(rows) > 0 {
+		out.NextCursor = NextCursor(len(rows), limit, key(rows[len(rows)-1]))
+	}
+	return out
+}
+
+// PageOfErr is PageOf for a conversion that can fail.
+func PageOfErr[R, T any](rows []R, limit int, conv func(R) (T, error), key func(R) string) (Page[T], error) {
+	out := Page[T]{Items: make([]T, 0, len(rows))}
+	for _, r := range rows {
+		item, err := conv(r)
+		if err != nil {
+			return Page[T]{}, err
+		}
+		out.Items = append(out.Items, item)
+	}
+	if len(rows) > 0 {
+		out.NextCursor = NextCursor(len(rows), limit, key(rows[len(rows)-1]))
+	}
+	return out, nil
+}

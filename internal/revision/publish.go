@@ -69,7 +69,7 @@ func (s *Service[C]) Publish(ctx context.Context, c *auth.Caller, in PublishInpu
 		hash := ContentHash(canonical)
 		def, err := s.q.RevisionGetOfHead(ctx, tx, db.RevisionGetOfHeadParams{HeadID: head.ID, ID: head.DefaultRevisionID})
 		if err != nil {
-			return Published[C]{}, dbx.Translate(err, "revision")
+			return Published[C]{}, err
 		}
 		if def.ContentHash == hash {
 			r, err := revisionOf[C](def)
@@ -83,7 +83,7 @@ func (s *Service[C]) Publish(ctx context.Context, c *auth.Caller, in PublishInpu
 			ID: id.New(RevisionPrefix), HeadID: head.ID, Number: number, Config: canonical, ContentHash: hash, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Published[C]{}, dbx.Translate(err, "revision")
+			return Published[C]{}, err
 		}
 		fields := []string{"latest_revision_number"}
 		defaultID := head.DefaultRevisionID
@@ -94,7 +94,7 @@ func (s *Service[C]) Publish(ctx context.Context, c *auth.Caller, in PublishInpu
 			ID: head.ID, LatestRevisionNumber: number, DefaultRevisionID: defaultID, UpdatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Published[C]{}, dbx.Translate(err, string(s.kind))
+			return Published[C]{}, err
 		}
 		if err := s.record(ctx, tx, c, "revision_published", head, fields); err != nil {
 			return Published[C]{}, err
@@ -157,9 +157,13 @@ func (s *Service[C]) GetRevision(ctx context.Context, c *auth.Caller, headID, re
 // pinned revisionID when given (it must belong to the head), else the default
 // revision. The head is locked FOR SHARE, so a concurrent archive is either
 // seen or waits until the caller's transaction ends. An archived head is 409
-// conflict; an absent one, or one of another workspace, 404.
+// conflict; an absent one, or one of another workspace, 404 naming the field
+// <kind>_id (agent_id), and an absent pinned revision 404 naming revision_id.
 func (s *Service[C]) Runnable(ctx context.Context, q db.DBTX, workspaceID, headID string, revisionID *string) (Revision[C], error) {
 	head, err := s.q.HeadGetForShare(ctx, q, db.HeadGetForShareParams{WorkspaceID: workspaceID, Kind: string(s.kind), ID: headID})
+	if dbx.IsNotFound(err) {
+		return Revision[C]{}, apperr.NotFoundField(string(s.kind)+" not found", string(s.kind)+"_id", "no "+string(s.kind)+" with this id in the workspace")
+	}
 	if err != nil {
 		return Revision[C]{}, s.translate(err)
 	}
@@ -172,7 +176,7 @@ func (s *Service[C]) Runnable(ctx context.Context, q db.DBTX, workspaceID, headI
 	}
 	row, err := s.q.RevisionGetOfHead(ctx, q, db.RevisionGetOfHeadParams{HeadID: head.ID, ID: want})
 	if err != nil {
-		return Revision[C]{}, refNotFound(dbx.Translate(err, "revision"), "revision_id", "no revision with this id belongs to this "+string(s.kind))
+		return Revision[C]{}, refNotFound(err, "revision_id", "no revision with this id belongs to this "+string(s.kind))
 	}
 	return revisionOf[C](row)
 }

@@ -83,10 +83,7 @@ type Revision[C any] struct {
 }
 
 // Page is one page of heads, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Head
-	NextCursor *string
-}
+type Page = resource.Page[Head]
 
 // RevisionPage is one page of revisions, highest number first.
 type RevisionPage[C any] struct {

@@ -96,13 +96,13 @@ func (s *Service[C]) Create(ctx context.Context, c *auth.Caller, in CreateInput)
 			Labels: lbl, DefaultRevisionID: revID, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Head{}, dbx.Translate(err, string(s.kind))
+			return Head{}, err
 		}
 		rev, err := s.q.RevisionInsert(ctx, tx, db.RevisionInsertParams{
 			ID: revID, HeadID: headID, Number: 1, Config: canonical, ContentHash: ContentHash(canonical), CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Head{}, dbx.Translate(err, "revision")
+			return Head{}, err
 		}
 		if err := s.record(ctx, tx, c, "created", row, []string{"config", "description", "labels", "name"}); err != nil {
 			return Head{}, err
@@ -159,29 +159,17 @@ func (s *Service[C]) List(ctx context.Context, c *auth.Caller, in ListInput) (Pa
 	n := resource.Limit(in.Limit)
 	rows, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) ([]db.Head, error) {
 		if err := s.q.HeadListPlanCustom(ctx, tx); err != nil {
-			return nil, dbx.Translate(err, "")
+			return nil, err
 		}
-		rows, err := s.q.HeadList(ctx, tx, db.HeadListParams{
+		return s.q.HeadList(ctx, tx, db.HeadListParams{
 			WorkspaceID: c.WorkspaceID, Kind: string(s.kind), AfterID: after, Selector: selector,
 			Archived: in.Archived, Pattern: nonEmpty(pattern), PageLimit: int32(n),
 		})
-		return rows, dbx.Translate(err, string(s.kind))
 	})
 	if err != nil {
 		return Page{}, err
 	}
-	out := Page{Items: make([]Head, 0, len(rows))}
-	for _, r := range rows {
-		h, err := headOf(r)
-		if err != nil {
-			return Page{}, err
-		}
-		out.Items = append(out.Items, h)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOfErr(rows, n, headOf, func(r db.Head) string { return r.ID })
 }
 
 // Update changes a head's name, description, labels or default revision. The
@@ -236,7 +224,7 @@ func (s *Service[C]) Update(ctx context.Context, c *auth.Caller, in UpdateInput)
 		}
 		if in.DefaultRevisionID != nil && *in.DefaultRevisionID != row.DefaultRevisionID {
 			if _, err := s.q.RevisionGetOfHead(ctx, tx, db.RevisionGetOfHeadParams{HeadID: row.ID, ID: *in.DefaultRevisionID}); err != nil {
-				return Head{}, refNotFound(dbx.Translate(err, "revision"), "default_revision_id", "no revision with this id belongs to this "+string(s.kind))
+				return Head{}, refNotFound(err, "default_revision_id", "no revision with this id belongs to this "+string(s.kind))
 			}
 			p.DefaultRevisionID, fields = *in.DefaultRevisionID, append(fields, "default_revision_id")
 		}
@@ -245,7 +233,7 @@ func (s *Service[C]) Update(ctx context.Context, c *auth.Caller, in UpdateInput)
 		}
 		row, err = s.q.HeadUpdate(ctx, tx, p)
 		if err != nil {
-			return Head{}, dbx.Translate(err, string(s.kind))
+			return Head{}, err
 		}
 		slices.Sort(fields)
 		if err := s.record(ctx, tx, c, "updated", row, fields); err != nil {
@@ -290,7 +278,7 @@ func (s *Service[C]) setArchived(ctx context.Context, c *auth.Caller, headID str
 		}
 		row, err = s.q.HeadSetArchived(ctx, tx, db.HeadSetArchivedParams{ID: row.ID, Archive: archive, UpdatedByID: c.PrincipalID})
 		if err != nil {
-			return Head{}, dbx.Translate(err, string(s.kind))
+			return Head{}, err
 		}
 		if err := s.record(ctx, tx, c, action, row, []string{"archived_at"}); err != nil {
 			return Head{}, err
@@ -337,11 +325,10 @@ func (s *Service[C]) normalize(raw json.RawMessage) (C, []byte, error) {
 
 // record writes the audit event "<kind>.<verb>" of a change to row.
 func (s *Service[C]) record(ctx context.Context, tx pgx.Tx, c *auth.Caller, verb string, row db.Head, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
 		Action: string(s.kind) + "." + verb, SubjectType: string(s.kind), SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }
 
 // encodeLabels validates labels and encodes them for the column.
@@ -359,11 +346,11 @@ func encodeLabels(m map[string]string) ([]byte, error) {
 	return raw, nil
 }
 
-// refNotFound turns a lookup's not-found error into a 404 naming the field
-// that held the reference; other errors pass.
+// refNotFound turns a lookup that found no row into a 404 naming the field
+// that held the reference; other errors are translated.
 func refNotFound(err error, field, reason string) error {
-	if apperr.KindOf(err) != apperr.KindNotFound {
-		return err
+	if dbx.IsNotFound(err) {
+		return refcheck.NotFound(field, reason)
 	}
-	return refcheck.NotFound(field, reason)
+	return dbx.Translate(err, "")
 }

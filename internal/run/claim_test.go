@@ -17,6 +17,7 @@ import (
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/testfactory"
 )
 
 // tenant is a workspace with a runnable agent.
@@ -31,17 +32,8 @@ func (b *bundle) addWorkspace(t *testing.T) tenant {
 	t.Helper()
 	ctx := t.Context()
 	c := *b.caller
-	c.WorkspaceID = id.New(id.Workspace)
-	_, err := b.pool.Exec(ctx, `INSERT INTO workspace (id, organization_id, name, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'other', $3, $3)`, c.WorkspaceID, c.OrganizationID, c.PrincipalID)
-	require.NoError(t, err)
-	prv := id.New(id.Provider)
-	_, err = b.pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'model', 'openai', 'OpenAI', $3, $3)`, prv, c.WorkspaceID, c.PrincipalID)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
-		VALUES ($1, 'main', $2, 'chat_completions', 'gpt-5', $3, $3)`, c.WorkspaceID, prv, c.PrincipalID)
-	require.NoError(t, err)
+	c.WorkspaceID = testfactory.Workspace(t, b.pool, c.OrganizationID, c.PrincipalID, nil).ID
+	testfactory.Model(t, b.pool, testfactory.OwnerOf(&c), &testfactory.ModelOpts{Provider: &testfactory.ProviderOpts{Type: "openai"}})
 	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	head, err := agent.NewService(b.pool, reg, refcheck.None{}).Create(ctx, &c, revision.CreateInput{Name: "helper", Config: json.RawMessage(`{"model":"main"}`)})
@@ -141,10 +133,8 @@ func TestClaimStartsWebhookDeliveries(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 3)
 	ctx := t.Context()
-	for _, types := range []string{`{run.started}`, `{run.started,run.succeeded}`, `{run.failed}`} {
-		_, err := b.pool.Exec(ctx, `INSERT INTO subscription (id, workspace_id, url, event_types, secret, created_by_id, updated_by_id)
-			VALUES ($1, $2, 'https://example.com/hook', $3, '\x00', $4, $4)`, id.New(id.Subscription), b.caller.WorkspaceID, types, b.caller.PrincipalID)
-		require.NoError(t, err)
+	for _, types := range [][]string{{"run.started"}, {"run.started", "run.succeeded"}, {"run.failed"}} {
+		testfactory.Subscription(t, b.pool, testfactory.OwnerOf(b.caller), &testfactory.SubscriptionOpts{EventTypes: types})
 	}
 	ids := startRuns(t, b.svc, tenant{caller: b.caller, agentID: b.agentID}, 1)
 	cs, err := b.svc.Claim(ctx, "w1", 5, 30*time.Second)

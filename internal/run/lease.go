@@ -115,7 +115,7 @@ type Renewal struct {
 // revived, since the sweep may have handed the run on).
 func (s *Service) Renew(ctx context.Context, l Lease, lease time.Duration) (Renewal, error) {
 	row, err := s.q.RunRenewLease(ctx, s.pool, db.RunRenewLeaseParams{ID: l.RunID, AttemptID: &l.AttemptID, LeaseSeconds: lease.Seconds()})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return Renewal{}, ErrLeaseLost
 	}
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Service) fenced(ctx context.Context, l Lease, fn func(ctx context.Conte
 	var ev pending
 	err := dbx.WithTx(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) error {
 		r, err := s.q.RunFence(ctx, tx, db.RunFenceParams{ID: l.RunID, AttemptID: &l.AttemptID})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return ErrLeaseLost
 		}
 		if err != nil {
@@ -161,7 +161,7 @@ func (s *Service) Emit(ctx context.Context, l Lease, evs []NewEvent) error {
 	}
 	row, err := s.q.RunEmitFenced(ctx, s.pool, db.RunEmitFencedParams{RunID: l.RunID, AttemptID: &l.AttemptID,
 		ThreadID: l.ThreadID, WorkspaceID: l.WorkspaceID, Types: enc.types, Data: enc.data, Ords: enc.ords})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return ErrLeaseLost
 	}
 	if err != nil {
@@ -212,7 +212,7 @@ func (s *Service) Commit(ctx context.Context, l Lease, st Step) error {
 		IsErrors: msgs.isErrors, MessageOrds: msgs.ords,
 		Types: evs.types, Data: evs.data, EventOrds: evs.ords,
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return ErrLeaseLost
 	}
 	if err != nil {

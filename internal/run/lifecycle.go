@@ -138,7 +138,7 @@ func (l *lifecycle) finishRun(ctx context.Context, tx pgx.Tx, r db.Run, status S
 	}
 	done, err := l.q.RunFinish(ctx, tx, p)
 	if err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return db.Run{}, errAlreadyFinished
 		}
 		return db.Run{}, fmt.Errorf("finish run %s: %w", r.ID, err)
@@ -189,7 +189,7 @@ func (l *lifecycle) advance(ctx context.Context, tx pgx.Tx, workspaceID, threadI
 	}
 	for {
 		in, err := l.q.InputNextQueued(ctx, tx, th.ID)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return l.emitIdle(ctx, tx, th)
 		}
 		if err != nil {
@@ -207,7 +207,9 @@ func (l *lifecycle) advance(ctx context.Context, tx pgx.Tx, workspaceID, threadI
 
 // tryStart starts a run for in inside a savepoint. When the input cannot
 // start for a reason of the workspace's state (an apperr: archived agent,
-// disabled model), it is cancelled and an error event says why; false.
+// disabled model), it is cancelled and an error event says why; false. A
+// failure of svc's own (the database out of reach, a collision to retry)
+// is returned: the input stays queued and the caller's transaction fails.
 func (l *lifecycle) tryStart(ctx context.Context, tx pgx.Tx, th db.Thread, in db.ThreadInput, ev *pending) (bool, error) {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
@@ -224,7 +226,7 @@ func (l *lifecycle) tryStart(ctx context.Context, tx pgx.Tx, th db.Thread, in db
 	}
 	_ = sp.Rollback(ctx)
 	var ae *apperr.Error
-	if !errors.As(err, &ae) {
+	if !errors.As(err, &ae) || ae.Kind == apperr.KindInternal || ae.Kind == apperr.KindUnavailable {
 		return false, err
 	}
 	if err := l.q.InputCancel(ctx, tx, in.ID); err != nil {

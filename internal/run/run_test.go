@@ -14,7 +14,6 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/checkpoint"
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
@@ -49,13 +48,7 @@ func setup(t testing.TB, maxAttempts int) *bundle {
 	pool := testdb.New(t)
 	admin := testfactory.Bootstrap(t, pool)
 	ctx := t.Context()
-	prv := id.New(id.Provider)
-	_, err := pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'model', 'openai', 'OpenAI', $3, $3)`, prv, admin.WorkspaceID, admin.PrincipalID)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
-		VALUES ($1, 'main', $2, 'chat_completions', 'gpt-5', $3, $3)`, admin.WorkspaceID, prv, admin.PrincipalID)
-	require.NoError(t, err)
+	testfactory.Model(t, pool, admin.Owner(), &testfactory.ModelOpts{Provider: &testfactory.ProviderOpts{Type: "openai"}})
 	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	agents := agent.NewService(pool, reg, refcheck.None{})
@@ -206,8 +199,8 @@ func TestCommitInOneStatement(t *testing.T) {
 	claims, err := b.svc.Claim(ctx, "w1", 1, 30*time.Second)
 	require.NoError(t, err)
 	l := claims[0].Lease
-	cleanups := func() [][]string {
-		rows, err := b.pool.Query(ctx, `SELECT payload->'keys' FROM outbox WHERE kind = 'checkpoint_cleanup' AND workspace_id = $1 ORDER BY created_at, id`, b.caller.WorkspaceID)
+	cleanups := func(t *testing.T) [][]string {
+		rows, err := b.pool.Query(t.Context(), `SELECT payload->'keys' FROM outbox WHERE kind = 'checkpoint_cleanup' AND workspace_id = $1 ORDER BY created_at, id`, b.caller.WorkspaceID)
 		require.NoError(t, err)
 		defer rows.Close()
 		var out [][]string
@@ -234,61 +227,83 @@ func TestCommitInOneStatement(t *testing.T) {
 	}
 
 	require.NoError(t, b.svc.Emit(ctx, l, []run.NewEvent{{Type: run.EventToolCall, Data: run.ToolCallData{CallID: callID, Name: "lookup", Arguments: "{}"}}}))
-	require.NoError(t, b.svc.Commit(ctx, l, step(1, key("s1"))))
-	require.Empty(t, cleanups(), "the first checkpoint replaces none")
-	require.NoError(t, b.svc.Commit(ctx, l, step(2, key("s2"))))
-	require.Equal(t, [][]string{{key("s1")}}, cleanups())
-	require.NoError(t, b.svc.Commit(ctx, l, step(3, key("s2"))))
-	require.Len(t, cleanups(), 1, "a checkpoint recorded again replaces nothing")
-
-	got, err := b.svc.GetRun(ctx, b.caller, r.ID)
-	require.NoError(t, err)
-	require.EqualValues(t, 3, got.Step)
-	require.EqualValues(t, 3, got.Usage.InputTokens)
-	msgs, err := b.svc.ListMessages(ctx, b.caller, r.ThreadID, 0, 100)
-	require.NoError(t, err)
-	require.Len(t, msgs, 7, "the input and two messages per step")
-	for i, m := range msgs {
-		require.EqualValues(t, i+1, m.Position)
+	var queued [][][]string // the cleanups after each commit
+	for n, k := range []string{"s1", "s2", "s2"} {
+		require.NoError(t, b.svc.Commit(ctx, l, step(int32(n+1), key(k))))
+		queued = append(queued, cleanups(t))
 	}
-	require.Equal(t, "tool", msgs[6].Role)
-	require.Equal(t, callID, *msgs[6].ToolCallID)
-	require.Len(t, msgs[5].ToolCalls, 1)
-
 	evs := b.events(t, r.ThreadID)
-	for i, e := range evs {
-		require.EqualValues(t, i+1, e.Seq, "gap-free sequence")
-	}
-	require.Eventually(t, func() bool {
-		b.pub.mu.Lock()
-		defer b.pub.mu.Unlock()
-		return len(b.pub.evs) == len(evs)
-	}, 5*time.Second, 5*time.Millisecond)
-	b.pub.mu.Lock()
-	for i, e := range evs {
-		p := b.pub.evs[i]
-		require.Equal(t, e.Seq, p.Seq)
-		require.Equal(t, e.Type, p.Type)
-		require.JSONEq(t, string(e.Data), string(p.Data))
-		require.WithinDuration(t, e.At, p.At, time.Millisecond, "published as stored")
-	}
-	b.pub.mu.Unlock()
+	first, fourth := key("s1"), key("s4")
 
-	// Refused: nothing of the step is written.
-	b.backdateLease(t, r.ID)
-	require.ErrorIs(t, b.svc.Commit(ctx, l, step(4, key("s4"))), run.ErrLeaseLost)
-	require.ErrorIs(t, b.svc.Emit(ctx, l, []run.NewEvent{{Type: run.EventMessageDelta, Data: run.DeltaData{Text: "late"}}}), run.ErrLeaseLost)
-	require.Len(t, cleanups(), 1)
-	require.Len(t, b.events(t, r.ThreadID), len(evs))
-	after, err := b.svc.ListMessages(ctx, b.caller, r.ThreadID, 0, 100)
-	require.NoError(t, err)
-	require.Len(t, after, 7)
-	got, err = b.svc.GetRun(ctx, b.caller, r.ID)
-	require.NoError(t, err)
-	require.EqualValues(t, 3, got.Step)
-	var lastSeq int64
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT last_seq FROM thread WHERE id = $1`, r.ThreadID).Scan(&lastSeq))
-	require.EqualValues(t, len(evs), lastSeq, "the thread's counters did not move")
+	// What the three commits wrote; the subtests only read it.
+	t.Run("Recorded", func(t *testing.T) {
+		t.Run("TheReplacedCheckpointIsQueuedForDeletionOnce", func(t *testing.T) {
+			t.Parallel()
+			require.Empty(t, queued[0], "the first checkpoint replaces none")
+			require.Equal(t, [][]string{{first}}, queued[1])
+			require.Len(t, queued[2], 1, "a checkpoint recorded again replaces nothing")
+		})
+
+		t.Run("TheRunCountsItsSteps", func(t *testing.T) {
+			t.Parallel()
+			got, err := b.svc.GetRun(t.Context(), b.caller, r.ID)
+			require.NoError(t, err)
+			require.EqualValues(t, 3, got.Step)
+			require.EqualValues(t, 3, got.Usage.InputTokens)
+		})
+
+		t.Run("MessagesFollowTheThreadsLastOnes", func(t *testing.T) {
+			t.Parallel()
+			msgs, err := b.svc.ListMessages(t.Context(), b.caller, r.ThreadID, 0, 100)
+			require.NoError(t, err)
+			require.Len(t, msgs, 7, "the input and two messages per step")
+			for i, m := range msgs {
+				require.EqualValues(t, i+1, m.Position)
+			}
+			require.Equal(t, "tool", msgs[6].Role)
+			require.Equal(t, callID, *msgs[6].ToolCallID)
+			require.Len(t, msgs[5].ToolCalls, 1)
+		})
+
+		t.Run("EventsAreGapFreeAndPublishedAsStored", func(t *testing.T) {
+			t.Parallel()
+			for i, e := range evs {
+				require.EqualValues(t, i+1, e.Seq, "gap-free sequence")
+			}
+			require.Eventually(t, func() bool {
+				b.pub.mu.Lock()
+				defer b.pub.mu.Unlock()
+				return len(b.pub.evs) == len(evs)
+			}, 5*time.Second, 5*time.Millisecond)
+			b.pub.mu.Lock()
+			defer b.pub.mu.Unlock()
+			for i, e := range evs {
+				p := b.pub.evs[i]
+				require.Equal(t, e.Seq, p.Seq)
+				require.Equal(t, e.Type, p.Type)
+				require.JSONEq(t, string(e.Data), string(p.Data))
+				require.WithinDuration(t, e.At, p.At, time.Millisecond, "published as stored")
+			}
+		})
+	})
+
+	t.Run("ARefusedCommitWritesNothing", func(t *testing.T) {
+		ctx := t.Context()
+		b.backdateLease(t, r.ID)
+		require.ErrorIs(t, b.svc.Commit(ctx, l, step(4, fourth)), run.ErrLeaseLost)
+		require.ErrorIs(t, b.svc.Emit(ctx, l, []run.NewEvent{{Type: run.EventMessageDelta, Data: run.DeltaData{Text: "late"}}}), run.ErrLeaseLost)
+		require.Len(t, cleanups(t), 1)
+		require.Len(t, b.events(t, r.ThreadID), len(evs))
+		after, err := b.svc.ListMessages(ctx, b.caller, r.ThreadID, 0, 100)
+		require.NoError(t, err)
+		require.Len(t, after, 7)
+		got, err := b.svc.GetRun(ctx, b.caller, r.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 3, got.Step)
+		var lastSeq int64
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT last_seq FROM thread WHERE id = $1`, r.ThreadID).Scan(&lastSeq))
+		require.EqualValues(t, len(evs), lastSeq, "the thread's counters did not move")
+	})
 }
 
 func TestAttemptsExhaustedAndHandOff(t *testing.T) {
@@ -420,4 +435,42 @@ func TestNULCharactersAreRecorded(t *testing.T) {
 	var done run.MessageData
 	require.NoError(t, json.Unmarshal(evs[len(evs)-1].Data, &done))
 	require.Equal(t, want, done.Content)
+}
+
+// TestQueuedInputSurvivesAFailedStart: when the next queued input cannot
+// start for a failure of svc's own (here the database answers a
+// serialization failure, which is worth a retry), finishing the run fails
+// as a whole and the input stays queued; it is not cancelled as an input
+// the workspace cannot run.
+func TestQueuedInputSurvivesAFailedStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 3)
+	ctx := t.Context()
+	th, err := b.svc.CreateThread(ctx, b.caller, run.CreateThreadInput{AgentID: b.agentID})
+	require.NoError(t, err)
+	_, err = b.svc.PostInput(ctx, b.caller, th.ID, "first", "")
+	require.NoError(t, err)
+	second, err := b.svc.PostInput(ctx, b.caller, th.ID, "second", "")
+	require.NoError(t, err)
+	require.Nil(t, second.Run, "queued behind the first")
+	claims, err := b.svc.Claim(ctx, "w1", 1, 30*time.Second)
+	require.NoError(t, err)
+	require.Len(t, claims, 1)
+
+	_, err = b.pool.Exec(ctx, `CREATE FUNCTION collide() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'collided' USING ERRCODE = 'serialization_failure'; END $$;
+		CREATE TRIGGER collide BEFORE INSERT ON run FOR EACH ROW EXECUTE FUNCTION collide();`)
+	require.NoError(t, err)
+	err = b.svc.Finish(ctx, claims[0].Lease, run.StatusSucceeded, nil, run.Usage{}, 0)
+	require.Equal(t, apperr.KindUnavailable, apperr.KindOf(err), "%v", err)
+
+	var status string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM thread_input WHERE id = $1`, second.Input.ID).Scan(&status))
+	require.Equal(t, "queued", status)
+
+	_, err = b.pool.Exec(ctx, `DROP TRIGGER collide ON run`)
+	require.NoError(t, err)
+	require.NoError(t, b.svc.Finish(ctx, claims[0].Lease, run.StatusSucceeded, nil, run.Usage{}, 0))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM thread_input WHERE id = $1`, second.Input.ID).Scan(&status))
+	require.NotEqual(t, "cancelled", status, "the input started once the database let it")
 }

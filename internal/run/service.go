@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -106,24 +105,14 @@ func (s *Service) CreateThread(ctx context.Context, c *auth.Caller, in CreateThr
 }
 
 func (s *Service) createThread(ctx context.Context, tx pgx.Tx, c *auth.Caller, agentID string, revisionID *string, meta []byte) (db.Thread, error) {
+	// An agent that is not in the workspace is 404 naming agent_id.
 	if _, err := s.l.agents.RequireRunnable(ctx, tx, c.WorkspaceID, agentID, revisionID); err != nil {
-		return db.Thread{}, agentRef(err)
+		return db.Thread{}, err
 	}
-	th, err := s.q.ThreadInsert(ctx, tx, db.ThreadInsertParams{
+	return s.q.ThreadInsert(ctx, tx, db.ThreadInsertParams{
 		ID: id.New(id.Thread), WorkspaceID: c.WorkspaceID, AgentID: agentID, RevisionID: revisionID,
 		Metadata: meta, CreatedByID: c.PrincipalID,
 	})
-	return th, dbx.Translate(err, "thread")
-}
-
-// agentRef names agent_id in a not-found error of the agent.
-func agentRef(err error) error {
-	var ae *apperr.Error
-	if errors.As(err, &ae) && ae.Kind == apperr.KindNotFound && len(ae.Details) == 0 && strings.HasPrefix(ae.Msg, "agent") {
-		return &apperr.Error{Kind: apperr.KindNotFound, Msg: "agent not found",
-			Details: []apperr.Detail{{Field: "agent_id", Reason: "no agent with this id in the workspace"}}}
-	}
-	return err
 }
 
 // Posted is the answer to a posted input: the input, and the run it started
@@ -174,7 +163,7 @@ func (s *Service) post(ctx context.Context, tx pgx.Tx, c *auth.Caller, th db.Thr
 	}
 	in, err := s.q.InputInsert(ctx, tx, db.InputInsertParams{ID: id.New(id.Input), WorkspaceID: c.WorkspaceID, ThreadID: th.ID, Content: content, CreatedByID: c.PrincipalID})
 	if err != nil {
-		return Posted{}, dbx.Translate(err, "input")
+		return Posted{}, err
 	}
 	if th.ActiveRunID != nil {
 		return Posted{Input: inputOf(in)}, nil
@@ -223,7 +212,7 @@ func (s *Service) Start(ctx context.Context, c *auth.Caller, in StartInput) (Run
 		} else {
 			th, err = s.q.ThreadLock(ctx, tx, db.ThreadLockParams{WorkspaceID: c.WorkspaceID, ID: *in.ThreadID})
 			if err != nil {
-				err = refNotFound(dbx.Translate(err, "thread"), "thread_id", "no thread with this id in the workspace")
+				err = refNotFound(err, "thread_id", "no thread with this id in the workspace")
 			} else if th.AgentID != in.AgentID {
 				err = apperr.InvalidField("thread_id", "the thread belongs to another agent ("+th.AgentID+")")
 			}
@@ -284,11 +273,13 @@ func (s *Service) Cancel(ctx context.Context, c *auth.Caller, runID string) (Run
 	return out, err
 }
 
+// refNotFound is a lookup's error: no row is the 404 of the reference the
+// request held in field; anything else is translated.
 func refNotFound(err error, field, reason string) error {
-	if apperr.KindOf(err) == apperr.KindNotFound {
-		return &apperr.Error{Kind: apperr.KindNotFound, Msg: "not found", Details: []apperr.Detail{{Field: field, Reason: reason}}}
+	if dbx.IsNotFound(err) {
+		return apperr.NotFoundField("not found", field, reason)
 	}
-	return err
+	return dbx.Translate(err, "")
 }
 
 func validateContent(field, s string) error {
@@ -321,10 +312,7 @@ func encodeMetadata(m map[string]any) ([]byte, error) {
 // Reads.
 
 // ThreadPage is a page of threads, newest first.
-type ThreadPage struct {
-	Items      []Thread
-	NextCursor *string
-}
+type ThreadPage = resource.Page[Thread]
 
 // GetThread reads a thread.
 func (s *Service) GetThread(ctx context.Context, c *auth.Caller, threadID string) (Thread, error) {
@@ -361,21 +349,11 @@ func (s *Service) ListThreads(ctx context.Context, c *auth.Caller, agentID *stri
 	if err != nil {
 		return ThreadPage{}, dbx.Translate(err, "thread")
 	}
-	out := ThreadPage{Items: make([]Thread, len(rows))}
-	for i, r := range rows {
-		out.Items[i] = threadOf(r)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, threadOf, func(r db.Thread) string { return r.ID }), nil
 }
 
 // RunPage is a page of runs, newest first.
-type RunPage struct {
-	Items      []Run
-	NextCursor *string
-}
+type RunPage = resource.Page[Run]
 
 // GetRun reads a run.
 func (s *Service) GetRun(ctx context.Context, c *auth.Caller, runID string) (Run, error) {
@@ -408,7 +386,7 @@ func (s *Service) ListRuns(ctx context.Context, c *auth.Caller, f RunFilter, lim
 	}
 	if f.ThreadID != nil {
 		if _, err := s.q.ThreadGet(ctx, s.pool, db.ThreadGetParams{WorkspaceID: c.WorkspaceID, ID: *f.ThreadID}); err != nil {
-			return RunPage{}, refNotFound(dbx.Translate(err, "thread"), "thread_id", "no such thread in this workspace")
+			return RunPage{}, refNotFound(err, "thread_id", "no such thread in this workspace")
 		}
 	}
 	if f.AgentID != nil {
@@ -431,14 +409,7 @@ func (s *Service) ListRuns(ctx context.Context, c *auth.Caller, f RunFilter, lim
 	if err != nil {
 		return RunPage{}, dbx.Translate(err, "run")
 	}
-	out := RunPage{Items: make([]Run, len(rows))}
-	for i, r := range rows {
-		out.Items[i] = runOf(r)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, runOf, func(r db.Run) string { return r.ID }), nil
 }
 
 // ListAttempts lists a run's attempts, first first.
@@ -511,7 +482,7 @@ func (s *Service) EventsAfter(ctx context.Context, threadID string, after int64,
 func (s *Service) agentExists(ctx context.Context, c *auth.Caller, agentID string) error {
 	_, err := s.q.HeadGet(ctx, s.pool, db.HeadGetParams{WorkspaceID: c.WorkspaceID, Kind: "agent", ID: agentID})
 	if err != nil {
-		return refNotFound(dbx.Translate(err, "agent"), "agent_id", "no such agent in this workspace")
+		return refNotFound(err, "agent_id", "no such agent in this workspace")
 	}
 	return nil
 }

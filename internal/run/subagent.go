@@ -38,7 +38,7 @@ func (s *Service) StartChild(ctx context.Context, l Lease, callID, agentID, task
 			childID = existing.ID
 			return nil
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		if !dbx.IsNotFound(err) {
 			return err
 		}
 		if err := s.admitChild(ctx, tx, parent, lim); err != nil {
@@ -140,7 +140,7 @@ func (l *lifecycle) enqueueChildResult(ctx context.Context, tx pgx.Tx, r db.Run,
 	p := subagentResult{ParentRunID: *r.ParentRunID, CallID: *r.ParentCallID, ChildRunID: r.ID, Status: status}
 	if status == StatusSucceeded {
 		text, err := l.q.LastAssistantText(ctx, tx, &r.ID)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err != nil && !dbx.IsNotFound(err) {
 			return err
 		}
 		p.Content = text

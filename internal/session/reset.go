@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -73,7 +72,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, in ResetRequestInput
 		return err
 	}
 	user, err := s.q.UserGetByEmail(ctx, s.o.Pool, email)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -91,7 +90,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, in ResetRequestInput
 			ID: id.New(id.MailLink), UserID: user.ID, Purpose: PurposePasswordReset, TokenHash: hash, TtlSeconds: seconds(s.o.MailLinkTTL),
 		})
 		if err != nil {
-			return dbx.Translate(err, "mail link")
+			return err
 		}
 		secret, err := json.Marshal(ResetMailSecret{ResetURL: s.o.PublicURL + "/password/reset?token=" + url.QueryEscape(token)})
 		if err != nil {
@@ -181,16 +180,16 @@ func (s *Service) ResetPassword(ctx context.Context, in ResetPasswordInput) erro
 		}
 		version, err := s.q.UserSetPasswordHash(ctx, tx, db.UserSetPasswordHashParams{ID: link.UserID, PasswordHash: &pwHash})
 		if err != nil {
-			return dbx.Translate(err, "user")
+			return err
 		}
 		if err := s.q.MailLinkMarkUsed(ctx, tx, link.ID); err != nil {
-			return dbx.Translate(err, "mail link")
+			return err
 		}
 		if err := s.q.MailLinkRevokeOthers(ctx, tx, db.MailLinkRevokeOthersParams{UserID: link.UserID, Purpose: PurposePasswordReset, ID: link.ID}); err != nil {
-			return dbx.Translate(err, "mail link")
+			return err
 		}
 		if _, err := s.q.LoginSessionRevokeByUser(ctx, tx, link.UserID); err != nil {
-			return dbx.Translate(err, "session")
+			return err
 		}
 		return audit.Record(ctx, tx, audit.Event{
 			ActorID: link.PrincipalID, Action: "user.password_reset", SubjectType: "user", SubjectID: link.UserID,
@@ -200,7 +199,7 @@ func (s *Service) ResetPassword(ctx context.Context, in ResetPasswordInput) erro
 }
 
 func linkErr(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return ErrLinkUnknown
 	}
 	return dbx.Translate(err, "mail link")

@@ -152,7 +152,7 @@ func (s *Service) SignIn(ctx context.Context, in SignInInput) (Created, error) {
 	}
 	user, err := s.q.UserGetByEmail(ctx, s.o.Pool, email)
 	found := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	if err != nil && !dbx.IsNotFound(err) {
 		return Created{}, dbx.Translate(err, "user")
 	}
 	hash := dummyHash
@@ -178,14 +178,14 @@ func (s *Service) SignIn(ctx context.Context, in SignInInput) (Created, error) {
 	return dbx.WithTxV(ctx, s.o.Pool, func(ctx context.Context, tx pgx.Tx) (Created, error) {
 		if WellFormed(in.PreviousToken) {
 			if err := s.q.LoginSessionRevokeByHash(ctx, tx, hashSecret(in.PreviousToken)); err != nil {
-				return Created{}, dbx.Translate(err, "session")
+				return Created{}, err
 			}
 		}
 		row, err := s.q.LoginSessionInsert(ctx, tx, db.LoginSessionInsertParams{
 			ID: id.New(id.Session), UserID: user.ID, TokenHash: tokenHash, TtlSeconds: seconds(s.o.SessionTTL),
 		})
 		if err != nil {
-			return Created{}, dbx.Translate(err, "session")
+			return Created{}, err
 		}
 		return Created{Token: token, ExpiresAt: row.ExpiresAt}, nil
 	})
@@ -231,7 +231,7 @@ func (s *Service) Resolve(ctx context.Context, token string) (Session, error) {
 		return Session{}, ErrNoSession
 	}
 	row, err := s.q.LoginSessionResolve(ctx, s.o.Pool, hashSecret(token))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return Session{}, ErrNoSession
 	}
 	if err != nil {

@@ -98,7 +98,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (W
 			Description: in.Description, Secret: sealed, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return WithSecret{}, dbx.Translate(err, "subscription")
+			return WithSecret{}, err
 		}
 		fields := []string{"description", "enabled", "event_types", "secret", "url"}
 		if err := s.record(ctx, tx, c, "subscription.created", row, fields); err != nil {
@@ -112,11 +112,11 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (W
 // holds the workspace's create lock until tx ends.
 func (s *Service) checkRoom(ctx context.Context, tx pgx.Tx, workspaceID string) error {
 	if err := s.q.SubscriptionLockCreate(ctx, tx, workspaceID); err != nil {
-		return dbx.Translate(err, "subscription")
+		return err
 	}
 	n, err := s.q.SubscriptionCount(ctx, tx, workspaceID)
 	if err != nil {
-		return dbx.Translate(err, "subscription")
+		return err
 	}
 	if int(n) >= s.max {
 		return apperr.New(apperr.KindConflict, fmt.Sprintf(
@@ -139,14 +139,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 	if err != nil {
 		return Page{}, dbx.Translate(err, "subscription")
 	}
-	out := Page{Items: make([]Subscription, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, subscriptionOf(r))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, subscriptionOf, func(r db.Subscription) string { return r.ID }), nil
 }
 
 // Get reads a subscription of the caller's workspace, without its secret.
@@ -216,7 +209,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (S
 		}
 		row, err = s.q.SubscriptionUpdate(ctx, tx, p)
 		if err != nil {
-			return Subscription{}, dbx.Translate(err, "subscription")
+			return Subscription{}, err
 		}
 		if err := s.record(ctx, tx, c, "subscription.updated", row, fields); err != nil {
 			return Subscription{}, err
@@ -250,7 +243,7 @@ func (s *Service) RotateSecret(ctx context.Context, c *auth.Caller, subID string
 			Secret: sealed, UpdatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return WithSecret{}, dbx.Translate(err, "subscription")
+			return WithSecret{}, err
 		}
 		if err := s.record(ctx, tx, c, "subscription.secret_rotated", row, []string{"secret"}); err != nil {
 			return WithSecret{}, err
@@ -275,7 +268,7 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, subID string, ifMa
 			return err
 		}
 		if err := s.q.SubscriptionDelete(ctx, tx, row.ID); err != nil {
-			return dbx.Translate(err, "subscription")
+			return err
 		}
 		return s.record(ctx, tx, c, "subscription.deleted", row, []string{})
 	})
@@ -320,9 +313,8 @@ func (s *Service) newSealedSecret(subID string) (string, []byte, error) {
 
 // record writes the audit event of a change to row.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, c *auth.Caller, action string, row db.Subscription, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
 		Action: action, SubjectType: "subscription", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }

@@ -73,10 +73,7 @@ type WithSecret struct {
 }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Subscription
-	NextCursor *string
-}
+type Page = resource.Page[Subscription]
 
 // CreateInput is a new subscription.
 type CreateInput struct {

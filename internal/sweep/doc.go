@@ -1,5 +1,5 @@
 // Package sweep runs the maintenance sweeps of control replicas: periodic passes
-// such as deliver_outbox or expire_leases, each of which must run on one replica
+// such as purge_outbox or expire_leases, each of which must run on one replica
 // at a time however many replicas run.
 //
 // Coordination is a claim row per sweep (table sweep_claim). Before a pass, a
@@ -17,7 +17,7 @@
 // runner's tasks never stop on their own, so a failing pass does not make the
 // process unready, while a stopped runner task does.
 //
-// An EveryReplica sweep (deliver_outbox) takes no claim: it runs on every
-// replica at once, because the rows it works on are leased one by one, and it
-// can be woken before its interval.
+// Work that every replica does at once, coordinated by its own rows rather
+// than a claim, is not a sweep: the outbox's delivery and observation passes
+// run in outbox.Engine.Run (docs/decisions/0049-outbox-loop-and-listener.md).
 package sweep

@@ -2,18 +2,16 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
-	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/supervisor"
 )
@@ -30,13 +28,6 @@ type Sweep struct {
 	// Run does one pass. It must return when ctx ends and should do its work in
 	// short transactions, so that an interrupted pass loses nothing.
 	Run func(ctx context.Context) error
-	// EveryReplica runs the sweep on every replica at once, without a claim and
-	// without a pass deadline: for work the sweep's own rows coordinate, such as
-	// deliver_outbox, whose deliveries are leased one by one. Such a pass may run
-	// for as long as it finds work.
-	EveryReplica bool
-	// Wake, when set, starts the next pass of an EveryReplica sweep early.
-	Wake <-chan struct{}
 }
 
 // Pass is the outcome of one tick of a sweep on this replica.
@@ -57,14 +48,7 @@ type Runner struct {
 
 	// OnPassFunc, when set, is called after every tick; tests wait on it instead of sleeping.
 	OnPassFunc func(Pass)
-
-	held atomic.Bool
 }
-
-// HoldEveryReplica stops the timed passes of every-replica sweeps, which take
-// no claim another replica could hold; RunOnce still runs them. Tests use it to
-// keep the outbox still.
-func (r *Runner) HoldEveryReplica() { r.held.Store(true) }
 
 // NewRunner returns a runner whose claims name owner, a replica id unique to this process.
 func NewRunner(pool *pgxpool.Pool, owner string, log *slog.Logger, m *metrics.Metrics) *Runner {
@@ -75,9 +59,6 @@ func NewRunner(pool *pgxpool.Pool, owner string, log *slog.Logger, m *metrics.Me
 func (r *Runner) Register(s Sweep) {
 	if s.Name == "" || s.Interval <= 0 || s.Run == nil {
 		panic(fmt.Sprintf("sweep %q: name, positive interval and run are required", s.Name))
-	}
-	if s.Wake != nil && !s.EveryReplica {
-		panic(fmt.Sprintf("sweep %q: only an every-replica sweep can be woken", s.Name))
 	}
 	r.sweeps = append(r.sweeps, s)
 }
@@ -110,12 +91,8 @@ func (r *Runner) loop(ctx context.Context, s Sweep) error {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
-		case <-s.Wake:
-			timer.Stop() // since Go 1.23 a stopped timer's channel never delivers a stale tick
 		}
-		if !s.EveryReplica || !r.held.Load() {
-			r.tick(ctx, s)
-		}
+		r.tick(ctx, s)
 		timer.Reset(s.Interval)
 	}
 }
@@ -150,19 +127,13 @@ func (r *Runner) tick(ctx context.Context, s Sweep) Pass {
 }
 
 func (r *Runner) pass(ctx context.Context, s Sweep) Pass {
-	if s.EveryReplica {
-		start := time.Now()
-		err := runGuarded(ctx, s.Run)
-		r.metrics.SweepDuration.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
-		return Pass{Sweep: s.Name, Ran: true, Err: err}
-	}
 	lease := max(s.Interval, minLease)
 	// The claim expires one lease after the database's now(), which comes after this
 	// moment; counting the pass's deadline from here, not from when the claim
 	// returns, ends the pass before the claim does however long the claim took.
 	claimSent := time.Now()
 	_, err := r.q.SweepClaim(ctx, r.pool, db.SweepClaimParams{Name: s.Name, Owner: r.owner, LeaseSeconds: lease.Seconds()})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if dbx.IsNotFound(err) {
 		return Pass{Sweep: s.Name}
 	}
 	if err != nil {

@@ -1,4 +1,11 @@
-// Package testfactory makes identities and keys for tests. Import it only from tests.
+// Package testfactory makes the rows tests start from: identities and keys,
+// providers, models, agents, threads and runs, environment templates and
+// environments, subscriptions and deliveries. Each factory takes an options
+// struct whose zero members take defaults, so a test names only what it is
+// about (River's testfactory is the model). Factories write through the
+// generated queries where one exists; where a test needs a state no query
+// writes (a settled delivery, an environment in a given status), the factory
+// owns that SQL, so tests hold none. Import it only from tests.
 package testfactory
 
 import (
@@ -18,6 +25,34 @@ import (
 type Admin struct {
 	identity.BootstrapResult
 	Email string
+}
+
+// Owner is the workspace a fixture belongs to and the principal recorded
+// as having made it.
+type Owner struct {
+	WorkspaceID string
+	PrincipalID string
+}
+
+// Owner is the admin's workspace and principal.
+func (a Admin) Owner() Owner { return Owner{WorkspaceID: a.WorkspaceID, PrincipalID: a.PrincipalID} }
+
+// Caller is a caller of the admin's workspace acting as the admin's
+// principal with role (auth.RoleViewer ... auth.RoleAdmin).
+func (a Admin) Caller(role string) *auth.Caller {
+	return &auth.Caller{PrincipalID: a.PrincipalID, OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, Role: role}
+}
+
+// OwnerOf is the caller's workspace and principal.
+func OwnerOf(c *auth.Caller) Owner {
+	return Owner{WorkspaceID: c.WorkspaceID, PrincipalID: c.PrincipalID}
+}
+
+func (o Owner) check(tb testing.TB, what string) {
+	tb.Helper()
+	if o.WorkspaceID == "" || o.PrincipalID == "" {
+		tb.Fatalf("testfactory: %s needs an owner's workspace and principal", what)
+	}
 }
 
 // Bootstrap initializes the database of pool with admin@example.com.
@@ -47,6 +82,16 @@ type Member struct {
 	Email       string
 	KeyID       string
 	Token       string
+}
+
+// JoinWorkspace makes principalID a member of workspaceID with role.
+func JoinWorkspace(tb testing.TB, q db.DBTX, workspaceID, principalID, role string) {
+	tb.Helper()
+	if _, err := db.New().WorkspaceMemberInsert(context.Background(), q, db.WorkspaceMemberInsertParams{
+		WorkspaceID: workspaceID, PrincipalID: principalID, Role: role,
+	}); err != nil {
+		tb.Fatalf("testfactory: workspace member: %v", err)
+	}
 }
 
 // AddMember adds a principal to the workspace (and its organization) with a key.

@@ -131,7 +131,7 @@ func (d *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) outbox.Outcom
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return outbox.Failed(ctx.Err())
-	case errors.Is(err, pgx.ErrNoRows):
+	case dbx.IsNotFound(err):
 		return outbox.Cancelled(ReasonSubscriptionDeleted)
 	case errors.Is(err, subscription.ErrSecretUnreadable):
 		return outbox.Failed(&safeError{msg: "the signing secret cannot be opened", cause: err})
@@ -332,7 +332,7 @@ func readSnippet(r io.Reader) (string, error) {
 func (d *Deliverer) disable(ctx context.Context, c outbox.Claimed, url string) (bool, error) {
 	return dbx.WithTxV(ctx, d.pool, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		row, err := d.q.WebhookSubscriptionDisable(ctx, tx, db.WebhookSubscriptionDisableParams{WorkspaceID: c.WorkspaceID, ID: c.SubscriptionID, Url: url})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if dbx.IsNotFound(err) {
 			return false, nil
 		}
 		if err != nil {

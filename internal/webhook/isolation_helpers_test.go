@@ -124,29 +124,16 @@ func webhookEngine(b *testBundle, cfg config.Outbox, replica string, d *webhook.
 	return e
 }
 
-// runSender runs e as a control replica does until the test ends: a deliver
-// pass whenever it is woken (by the commit of an enqueue, through Listen) and
-// at least every interval.
+// runSender runs e as a control replica does (outbox.Engine.Run) until the
+// test ends: a deliver pass whenever it is woken (by the commit of an
+// enqueue) and at least every interval.
 func runSender(t testing.TB, e *outbox.Engine, interval time.Duration) {
 	t.Helper()
+	e.Scan = interval
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = e.Listen(ctx) }()
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for ctx.Err() == nil {
-			_ = e.Deliver(ctx)
-			select {
-			case <-ctx.Done():
-			case <-e.Woken():
-			case <-tick.C:
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 func paths(prefix string, n int) []string {

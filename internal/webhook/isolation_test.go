@@ -84,7 +84,7 @@ func TestInFlightBoundAcrossReplicas(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// Passes one after another until nothing is pending, as the
-			// replicas' deliver_outbox sweeps do.
+			// replicas' deliver_outbox passes do.
 			for ctx.Err() == nil {
 				if err := e.Deliver(ctx); err != nil {
 					t.Error(err)

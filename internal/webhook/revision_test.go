@@ -9,11 +9,11 @@ import (
 
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/webhook"
 )
 
@@ -24,13 +24,7 @@ func TestRevisionPublishedEmits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
-	prv := id.New(id.Provider)
-	_, err := b.pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'model', 'openai', 'OpenAI', $3, $3)`, prv, b.admin.WorkspaceID, b.admin.PrincipalID)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
-		VALUES ($1, 'main', $2, 'responses', 'gpt-5', $3, $3)`, b.admin.WorkspaceID, prv, b.admin.PrincipalID)
-	require.NoError(t, err)
+	testfactory.Model(t, b.pool, b.admin.Owner(), &testfactory.ModelOpts{API: "responses", Provider: &testfactory.ProviderOpts{Type: "openai"}})
 	sub, _ := b.subscribe(t, nil, hook, webhook.AgentRevisionPublished)
 	b.subscribe(t, nil, hook+"/skills", webhook.SkillRevisionPublished)
 	reg, err := catalog.New(catalog.Options{})

@@ -65,10 +65,7 @@ type Attempt struct {
 }
 
 // Page is one page of deliveries, newest first.
-type Page struct {
-	Items      []Delivery
-	NextCursor *string
-}
+type Page = resource.Page[Delivery]
 
 // ListInput selects a subscription's deliveries.
 type ListInput struct {
@@ -113,14 +110,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 	if err != nil {
 		return Page{}, err
 	}
-	out := Page{Items: make([]Delivery, 0, len(rows))}
-	for _, r := range rows {
-		out.Items = append(out.Items, s.deliveryOf(r, nil))
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOf(rows, n, func(r db.Outbox) Delivery { return s.deliveryOf(r, nil) }, func(r db.Outbox) string { return r.ID }), nil
 }
 
 // list reads one page of a subscription's deliveries, of one status when
@@ -134,12 +124,11 @@ func (s *Service) list(ctx context.Context, workspaceID, subID string, status *s
 	}
 	return dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) ([]db.Outbox, error) {
 		if err := s.q.WebhookDeliveryListPlanCustom(ctx, tx); err != nil {
-			return nil, dbx.Translate(err, "")
+			return nil, err
 		}
-		rows, err := s.q.WebhookDeliveryListByStatus(ctx, tx, db.WebhookDeliveryListByStatusParams{
+		return s.q.WebhookDeliveryListByStatus(ctx, tx, db.WebhookDeliveryListByStatusParams{
 			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, Status: *status, PageLimit: int32(n),
 		})
-		return rows, dbx.Translate(err, "delivery")
 	})
 }
 
@@ -181,7 +170,7 @@ func (s *Service) Redeliver(ctx context.Context, c *auth.Caller, deliveryID stri
 			return Delivery{}, apperr.New(apperr.KindDisabled, "the delivery's subscription is disabled; enable it before redelivering")
 		}
 		if row, err = s.q.WebhookDeliveryRedeliver(ctx, tx, row.ID); err != nil {
-			return Delivery{}, dbx.Translate(err, "delivery")
+			return Delivery{}, err
 		}
 		err = audit.Record(ctx, tx, audit.Event{
 			OrganizationID: c.OrganizationID, WorkspaceID: c.WorkspaceID, ActorID: c.PrincipalID,
@@ -189,7 +178,7 @@ func (s *Service) Redeliver(ctx context.Context, c *auth.Caller, deliveryID stri
 			ChangedFields: []string{"attempts", "next_attempt_at", "settled_at", "status"},
 		})
 		if err != nil {
-			return Delivery{}, dbx.Translate(err, "audit event")
+			return Delivery{}, err
 		}
 		return s.withAttempts(ctx, tx, row)
 	})

@@ -140,6 +140,9 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 		log.Warn("attempt failed; the run is retried", "error", err.Error())
 		serr = a.w.runs.Retry(ctx, l, step, internalFailure)
 	case out.Failure != nil:
+		if out.Failure.Cause != nil {
+			log.Warn("run failed", "code", out.Failure.Code, "error", out.Failure.Cause.Error())
+		}
 		serr = a.w.runs.Finish(ctx, l, run.StatusFailed, &run.Failure{Code: out.Failure.Code, Message: out.Failure.Message}, usage, step)
 	default:
 		serr = a.w.runs.Finish(ctx, l, run.StatusSucceeded, nil, usage, step)

@@ -19,7 +19,6 @@ import (
 	"github.com/svcdev/svc/internal/asset"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/environment"
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/provider/catalog"
@@ -29,6 +28,7 @@ import (
 	"github.com/svcdev/svc/internal/sandbox"
 	"github.com/svcdev/svc/internal/sandbox/local"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/tool"
 	environmenttool "github.com/svcdev/svc/internal/tool/environment"
 	"github.com/svcdev/svc/internal/worker"
@@ -50,15 +50,9 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 	b := setup(t, script, 3)
 	ctx := t.Context()
 	workdir := t.TempDir()
-	prv := id.New(id.Provider)
-	_, err := b.pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'environment', 'local', 'Local', $3, $3)`, prv, b.caller.WorkspaceID, b.caller.PrincipalID)
-	require.NoError(t, err)
-	tpl := id.New(id.EnvironmentTemplate)
 	tplCfg, _ := json.Marshal(map[string]any{"workdir": workdir})
-	_, err = b.pool.Exec(ctx, `INSERT INTO environment_template (id, workspace_id, provider_id, name, config, idle_delete_seconds, created_by_id, updated_by_id)
-		VALUES ($1, $2, $3, 'dev', $4, 60, $5, $5)`, tpl, b.caller.WorkspaceID, prv, tplCfg, b.caller.PrincipalID)
-	require.NoError(t, err)
+	tpl := testfactory.EnvironmentTemplate(t, b.pool, testfactory.OwnerOf(b.caller), &testfactory.EnvironmentTemplateOpts{
+		Config: tplCfg, IdleDeleteSeconds: 60}).ID
 	reg, err := catalog.New(catalog.Options{LocalEnabled: true})
 	require.NoError(t, err)
 	// A skill whose package holds a script: it is placed in the environment.

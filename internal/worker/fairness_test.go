@@ -17,12 +17,12 @@ import (
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/endpoint"
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -32,18 +32,8 @@ func (b *bundle) addTenant(t testing.TB, srv *llmtest.ChatServer) (*auth.Caller,
 	t.Helper()
 	ctx := t.Context()
 	c := *b.caller
-	c.WorkspaceID = id.New(id.Workspace)
-	_, err := b.pool.Exec(ctx, `INSERT INTO workspace (id, organization_id, name, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'noisy', $3, $3)`, c.WorkspaceID, c.OrganizationID, c.PrincipalID)
-	require.NoError(t, err)
-	prv := id.New(id.Provider)
-	cfg, _ := json.Marshal(map[string]string{"base_url": srv.URL + "/v1"})
-	_, err = b.pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, config, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'model', 'openai_compatible', 'Local', $3, $4, $4)`, prv, c.WorkspaceID, cfg, c.PrincipalID)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
-		VALUES ($1, 'main', $2, 'chat_completions', 'scripted-1', $3, $3)`, c.WorkspaceID, prv, c.PrincipalID)
-	require.NoError(t, err)
+	c.WorkspaceID = testfactory.Workspace(t, b.pool, c.OrganizationID, c.PrincipalID, &testfactory.WorkspaceOpts{Name: "noisy"}).ID
+	testfactory.Model(t, b.pool, testfactory.OwnerOf(&c), &testfactory.ModelOpts{Model: "scripted-1", Provider: &testfactory.ProviderOpts{Config: baseURL(srv)}})
 	head, err := agent.NewService(b.pool, b.reg, refcheck.None{}).Create(ctx, &c, revision.CreateInput{Name: "noisy",
 		Config: json.RawMessage(`{"model":"main"}`)})
 	require.NoError(t, err)

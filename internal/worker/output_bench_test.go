@@ -134,16 +134,8 @@ func startWorkerProcess(b *testing.B, modelPort string) *workerProcess {
 	if err := keyring.Generate(key); err != nil {
 		b.Fatal(err)
 	}
-	prv := id.New(id.Provider)
 	cfg, _ := json.Marshal(map[string]string{"base_url": "http://127.0.0.1:" + modelPort + "/v1"})
-	if _, err := pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, config, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'model', 'openai_compatible', 'Local', $3, $4, $4)`, prv, admin.WorkspaceID, cfg, admin.PrincipalID); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
-		VALUES ($1, 'main', $2, 'chat_completions', 'flood-1', $3, $3)`, admin.WorkspaceID, prv, admin.PrincipalID); err != nil {
-		b.Fatal(err)
-	}
+	testfactory.Model(b, pool, admin.Owner(), &testfactory.ModelOpts{Model: "flood-1", Provider: &testfactory.ProviderOpts{Config: cfg}})
 	reg, err := catalog.New(catalog.Options{})
 	if err != nil {
 		b.Fatal(err)

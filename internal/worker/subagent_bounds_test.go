@@ -16,7 +16,6 @@ import (
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/endpoint"
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/provider/catalog"
@@ -24,6 +23,7 @@ import (
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/tool/subagent"
 	"github.com/svcdev/svc/internal/worker"
@@ -42,17 +42,10 @@ type delegation struct {
 func newDelegation(t *testing.T, mainScript, helperScript []llmtest.Turn, lim run.SubagentLimits, slots int) *delegation {
 	t.Helper()
 	b := setup(t, mainScript, 3)
-	ctx := t.Context()
 	helper := llmtest.NewChatServer(helperScript)
 	t.Cleanup(helper.Close)
-	prv := id.New(id.Provider)
-	cfg, _ := json.Marshal(map[string]string{"base_url": helper.URL + "/v1"})
-	_, err := b.pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, config, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'model', 'openai_compatible', 'Helper', $3, $4, $4)`, prv, b.caller.WorkspaceID, cfg, b.caller.PrincipalID)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
-		VALUES ($1, 'helper', $2, 'chat_completions', 'scripted-2', $3, $3)`, b.caller.WorkspaceID, prv, b.caller.PrincipalID)
-	require.NoError(t, err)
+	testfactory.Model(t, b.pool, testfactory.OwnerOf(b.caller), &testfactory.ModelOpts{Key: "helper", Model: "scripted-2",
+		Provider: &testfactory.ProviderOpts{Name: "Helper", Config: baseURL(helper)}})
 	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	agents := agent.NewService(b.pool, reg, refcheck.Workspace{Types: reg})

@@ -19,9 +19,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/svcdev/svc/internal/pglisten"
 	"github.com/svcdev/svc/internal/run"
 )
 
@@ -55,9 +55,8 @@ type Worker struct {
 	log  *slog.Logger
 
 	wake chan struct{}
-	// listening is closed once notifications are listened for.
-	listening chan struct{}
-	listenOK  sync.Once
+	// notices hears that runs became claimable or were cancelled.
+	notices *pglisten.Listener
 
 	mu       sync.Mutex
 	active   map[string]*attempt // by run id
@@ -73,8 +72,12 @@ func New(pool *pgxpool.Pool, runs *run.Service, exec *Executor, opts Options, lo
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
-	return &Worker{pool: pool, runs: runs, exec: exec, opts: opts, log: log,
-		wake: make(chan struct{}, 1), listening: make(chan struct{}), active: map[string]*attempt{}}
+	w := &Worker{pool: pool, runs: runs, exec: exec, opts: opts, log: log,
+		wake: make(chan struct{}, 1), active: map[string]*attempt{}}
+	w.notices = pglisten.New(pool, pglisten.Config{
+		Channels: []string{"svc_runs", "svc_run_cancel"}, NotifyFunc: w.notified, ListenFunc: w.Wake, Subject: "run",
+	}, log)
+	return w
 }
 
 // Wake makes the claim loop look for runs now.
@@ -102,7 +105,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	lw.Add(1)
 	go func() {
 		defer lw.Done()
-		w.listen(listenCtx)
+		w.notices.Run(listenCtx)
 	}()
 	defer func() {
 		stopListen()
@@ -111,7 +114,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Claim only once cancel notifications are heard (or after a moment
 	// without them: the lease renewal still learns of a cancel).
 	select {
-	case <-w.listening:
+	case <-w.notices.Listening():
 	case <-time.After(2 * time.Second):
 	case <-ctx.Done():
 	}
@@ -250,51 +253,17 @@ func (w *Worker) cancelRun(runID string) {
 	}
 }
 
-// listen wakes the claim loop when runs become claimable (svc_runs) and
-// stops attempts whose run was cancelled (svc_run_cancel), on a connection of
-// its own; it listens again after a failure. Notifications only hurry
-// things: the poll and the lease renewal find the same facts.
-func (w *Worker) listen(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := w.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		w.log.Warn("run notifications lost; listening again", "error", err.Error())
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
-func (w *Worker) listenOnce(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return err
-	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = conn.Close(closeCtx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN svc_runs; LISTEN svc_run_cancel"); err != nil {
-		return err
-	}
-	w.listenOK.Do(func() { close(w.listening) })
-	w.Wake()
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		switch n.Channel {
-		case "svc_runs":
-			w.Wake()
-		case "svc_run_cancel":
-			w.cancelRun(n.Payload)
-		}
+// notified wakes the claim loop when runs become claimable (svc_runs) and
+// stops attempts whose run was cancelled (svc_run_cancel). Notifications
+// only hurry things: the poll and the lease renewal find the same facts, and
+// each time the listener starts listening the claim loop is woken, for
+// runs accepted while it did not.
+func (w *Worker) notified(channel, payload string) {
+	switch channel {
+	case "svc_runs":
+		w.Wake()
+	case "svc_run_cancel":
+		w.cancelRun(payload)
 	}
 }
 

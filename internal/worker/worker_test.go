@@ -24,7 +24,6 @@ import (
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/endpoint"
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
@@ -95,14 +94,7 @@ func setup(t testing.TB, script []llmtest.Turn, maxAttempts int) *bundle {
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPorts: []uint16{uint16(port)},
 		AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 
-	prv := id.New(id.Provider)
-	cfg, _ := json.Marshal(map[string]string{"base_url": srv.URL + "/v1"})
-	_, err = pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, config, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'model', 'openai_compatible', 'Local', $3, $4, $4)`, prv, admin.WorkspaceID, cfg, admin.PrincipalID)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO model (workspace_id, key, provider_id, api, model, created_by_id, updated_by_id)
-		VALUES ($1, 'main', $2, 'chat_completions', 'scripted-1', $3, $3)`, admin.WorkspaceID, prv, admin.PrincipalID)
-	require.NoError(t, err)
+	testfactory.Model(t, pool, admin.Owner(), &testfactory.ModelOpts{Model: "scripted-1", Provider: &testfactory.ProviderOpts{Config: baseURL(srv)}})
 	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	agents := agent.NewService(pool, reg, refcheck.None{})
@@ -118,6 +110,11 @@ func setup(t testing.TB, script []llmtest.Turn, maxAttempts int) *bundle {
 		HTTPClient: policy.HTTPClient(0), Toolsets: []tool.Toolset{lookupTool(calls)}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, pool, reg, ring))
 	return &bundle{pool: pool, runs: runs, caller: caller, agentID: head.ID, exec: exec, model: srv, store: store, calls: calls,
 		ring: ring, reg: reg, policy: policy}
+}
+
+// baseURL is the provider config of a model served by srv.
+func baseURL(srv *llmtest.ChatServer) json.RawMessage {
+	return json.RawMessage(`{"base_url":"` + srv.URL + `/v1"}`)
 }
 
 func (b *bundle) worker(name string, slots int, lease, drain time.Duration) *worker.Worker {

@@ -87,7 +87,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (T
 			Labels: labels.Encode(in.Labels), Enabled: enabled, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
-			return Template{}, dbx.Translate(err, "environment template")
+			return Template{}, err
 		}
 		fields := []string{"config", "description", "enabled", fieldProvider, "labels", "name"}
 		if in.IdleDeleteSeconds != nil {
@@ -145,18 +145,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 	if err != nil {
 		return Page{}, dbx.Translate(err, "environment template")
 	}
-	out := Page{Items: make([]Template, 0, len(rows))}
-	for _, r := range rows {
-		t, err := templateOf(r)
-		if err != nil {
-			return Page{}, err
-		}
-		out.Items = append(out.Items, t)
-	}
-	if len(rows) > 0 {
-		out.NextCursor = resource.NextCursor(len(rows), n, rows[len(rows)-1].ID)
-	}
-	return out, nil
+	return resource.PageOfErr(rows, n, templateOf, func(r db.EnvironmentTemplate) string { return r.ID })
 }
 
 // Get reads a template of the caller's workspace; an id of another workspace
@@ -233,7 +222,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (T
 		p.UpdatedByID = c.PrincipalID
 		row, err = s.q.EnvironmentTemplateUpdate(ctx, tx, p)
 		if err != nil {
-			return Template{}, dbx.Translate(err, "environment template")
+			return Template{}, err
 		}
 		slices.Sort(fields)
 		if err := s.record(ctx, tx, c, "environment_template.updated", row, fields); err != nil {
@@ -340,11 +329,10 @@ func (s *Service) validateForType(t catalog.Type, cfg map[string]any, stop, del 
 
 // record writes the audit event of a change to row.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, c *auth.Caller, action string, row db.EnvironmentTemplate, fields []string) error {
-	err := audit.Record(ctx, tx, audit.Event{
+	return audit.Record(ctx, tx, audit.Event{
 		OrganizationID: c.OrganizationID, WorkspaceID: row.WorkspaceID, ActorID: c.PrincipalID,
 		Action: action, SubjectType: "environment_template", SubjectID: row.ID, Version: &row.Version, ChangedFields: fields,
 	})
-	return dbx.Translate(err, "audit event")
 }
 
 // sameJSON reports whether a stored JSON object equals a canonical new one as

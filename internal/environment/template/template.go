@@ -60,10 +60,7 @@ type Template struct {
 func (t Template) ETag() string { return resource.ETag(t.ID, t.Version) }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.
-type Page struct {
-	Items      []Template
-	NextCursor *string
-}
+type Page = resource.Page[Template]
 
 // CreateInput is a new template.
 type CreateInput struct {

@@ -24,17 +24,25 @@ const (
 
 // S3Config returns the configuration of a new, empty bucket on the test
 // server, removed with its objects when the test ends. Like the database
-// tests, it fails rather than skips when the server is not configured.
+// tests, it fails rather than skips when the server is not configured. Its
+// Transport is the test's: the connections of every store and client made
+// from it are closed when the test ends, so none outlives it.
 func S3Config(t testing.TB) objectstore.S3Config {
 	t.Helper()
 	endpoint := os.Getenv(EnvS3Endpoint)
 	if endpoint == "" {
 		t.Fatalf("%s is not set: this test needs an S3-compatible server. Run `make test`, or start one with `scripts/services.sh start` and `eval \"$(scripts/services.sh env)\"`", EnvS3Endpoint)
 	}
+	tr, err := minio.DefaultTransport(false)
+	if err != nil {
+		t.Fatalf("s3 transport: %v", err)
+	}
+	t.Cleanup(tr.CloseIdleConnections) // after the bucket's removal below
 	cfg := objectstore.S3Config{
 		Endpoint: endpoint, Region: "us-east-1", PathStyle: true,
 		AccessKeyID: os.Getenv(EnvS3AccessKey), SecretAccessKey: os.Getenv(EnvS3SecretKey),
-		Bucket: "svc-test-" + strings.ToLower(ulid.Make().String()),
+		Bucket:    "svc-test-" + strings.ToLower(ulid.Make().String()),
+		Transport: tr,
 	}
 	c := Client(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -51,7 +59,7 @@ func Client(t testing.TB, cfg objectstore.S3Config) *minio.Client {
 	t.Helper()
 	c, err := minio.New(cfg.Endpoint, &minio.Options{
 		Creds: credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""), Secure: cfg.UseTLS,
-		Region: cfg.Region, BucketLookup: minio.BucketLookupPath,
+		Region: cfg.Region, BucketLookup: minio.BucketLookupPath, Transport: cfg.Transport,
 	})
 	if err != nil {
 		t.Fatalf("s3 client: %v", err)

@@ -14,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/svcdev/svc/internal/endpoint"
+	"github.com/svcdev/svc/internal/vendortext"
 )
 
 // engine is one engine's client, with the API version its paths carry.
@@ -287,20 +287,4 @@ func transportError(op string, err error) *Error {
 const maxMessage = 300
 
 // clean makes an engine message printable and short.
-func clean(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if len(s) > maxMessage {
-		cut := maxMessage
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
-}
+func clean(s string) string { return vendortext.Clean(s, maxMessage) }

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/environment"
-	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/sandbox"
 	"github.com/svcdev/svc/internal/testdb"
@@ -32,29 +32,15 @@ func TestRowsWrittenAroundTheAPIAreRefusedWhenTheContainerIsMade(t *testing.T) {
 	ctx := t.Context()
 	eng := startFakeEngine(t)
 	ws, pri := admin.WorkspaceID, admin.PrincipalID
+	thread := testfactory.Thread(t, pool, admin.Owner(), nil).ID
 
-	agent, rev, thread := id.New("ap"), id.New("rev"), id.New(id.Thread)
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO head (id, workspace_id, kind, name, default_revision_id, created_by_id, updated_by_id)
-		VALUES ($1, $2, 'agent', 'a', $3, $4, $4)`, agent, ws, rev, pri)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO revision (id, head_id, number, config, content_hash, created_by_id)
-		VALUES ($1, $2, 1, '{}', 'sha256:'||repeat('0', 64), $3)`, rev, agent, pri)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO thread (id, workspace_id, agent_id, created_by_id) VALUES ($1, $2, $3, $4)`, thread, ws, agent, pri)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit(ctx))
-
+	// Written by the factories, not the services: these configurations are
+	// what the API refuses.
 	template := func(providerCfg, templateCfg string) string {
-		prv, tpl := id.New(id.Provider), id.New(id.EnvironmentTemplate)
-		_, err := pool.Exec(ctx, `INSERT INTO provider (id, workspace_id, kind, type, name, config, created_by_id, updated_by_id)
-			VALUES ($1, $2, 'environment', 'docker', 'Docker', $3, $4, $4)`, prv, ws, providerCfg, pri)
-		require.NoError(t, err)
-		_, err = pool.Exec(ctx, `INSERT INTO environment_template (id, workspace_id, provider_id, name, config, created_by_id, updated_by_id)
-			VALUES ($1, $2, $3, 'dev', $4, $5, $5)`, tpl, ws, prv, templateCfg, pri)
-		require.NoError(t, err)
-		return tpl
+		return testfactory.EnvironmentTemplate(t, pool, admin.Owner(), &testfactory.EnvironmentTemplateOpts{
+			Provider: &testfactory.ProviderOpts{Type: "docker", Config: json.RawMessage(providerCfg)},
+			Config:   json.RawMessage(templateCfg),
+		}).ID
 	}
 	host := `"host":"unix://` + eng.Socket + `"`
 

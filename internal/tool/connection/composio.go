@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/provider/probe"
+	"github.com/svcdev/svc/internal/vendortext"
 )
 
 // maxAnswerBytes bounds the part of a Composio answer that is read.
@@ -139,17 +137,7 @@ func messageOf(raw json.RawMessage) string {
 
 // clean makes a message of Composio's safe to pass on: the key and the
 // connected account id are taken out, control characters and runs of
-// space become one space, and it is cut at maxVendorMessage characters.
+// space become one space, and it is cut at maxVendorMessage bytes.
 func clean(msg string, tg target) string {
-	msg = strings.ToValidUTF8(msg, "\uFFFD")
-	for _, secret := range []string{tg.key, tg.accountID} {
-		if secret != "" {
-			msg = strings.ReplaceAll(msg, secret, "[redacted]")
-		}
-	}
-	msg = strings.Join(strings.FieldsFunc(msg, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
-	if utf8.RuneCountInString(msg) > maxVendorMessage {
-		msg = string([]rune(msg)[:maxVendorMessage]) + "…"
-	}
-	return msg
+	return vendortext.Clean(msg, maxVendorMessage, tg.key, tg.accountID)
 }

@@ -1,0 +1,13 @@
+package outbox_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// No test leaves a goroutine behind: every engine, listener and sender
+// stops with its test.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
