@@ -24,8 +24,8 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm/llmtest"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/secret"
@@ -167,9 +167,9 @@ func newRunsEnv(t *testing.T, script []llmtest.Turn, maxAttempts int) *runsEnv {
 		VALUES ($1, $2, 'web', 'tavily', 'Tavily', $3, $4, $5, $5)`, web, admin.WorkspaceID, webCfg, cred, admin.PrincipalID)
 	require.NoError(t, err)
 
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	agents := agent.NewService(pool, reg, refs.None{})
+	agents := agent.NewService(pool, reg, refcheck.None{})
 	caller := &auth.Caller{PrincipalID: admin.PrincipalID, OrganizationID: admin.OrganizationID, WorkspaceID: admin.WorkspaceID, Role: auth.RoleAdmin}
 	agentCfg, err := json.Marshal(map[string]any{"model": "main", "instructions": "Search, then answer briefly.",
 		"limits": map[string]any{"max_steps": 8},
@@ -177,7 +177,7 @@ func newRunsEnv(t *testing.T, script []llmtest.Turn, maxAttempts int) *runsEnv {
 	require.NoError(t, err)
 	head, err := agents.Create(ctx, caller, revision.CreateInput{Name: "searcher", Config: agentCfg})
 	require.NoError(t, err)
-	runs := run.NewService(pool, agents, skill.NewService(pool, refs.None{}), reg, run.Options{MaxAttempts: maxAttempts})
+	runs := run.NewService(pool, agents, skill.NewService(pool, refcheck.None{}), reg, run.Options{MaxAttempts: maxAttempts})
 
 	vars := runVars(t, dbURL, keyFile)
 	vars["SVC_OBJECT_STORE__URL"] = "file://" + t.TempDir()

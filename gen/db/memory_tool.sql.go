@@ -276,7 +276,7 @@ type MemoryToolListRow struct {
 
 // The memories of the workspace among the ids an agent lists, with the state
 // of their provider (record memories only). Like every query of the memory
-// toolset (internal/memtool), it is scoped by workspace, so a memory or
+// toolset (internal/tool/memory), it is scoped by workspace, so a memory or
 // record of another workspace is never reached.
 func (q *Queries) MemoryToolList(ctx context.Context, db DBTX, arg MemoryToolListParams) ([]MemoryToolListRow, error) {
 	rows, err := db.Query(ctx, memoryToolList, arg.WorkspaceID, arg.Ids)

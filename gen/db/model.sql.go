@@ -11,6 +11,90 @@ import (
 	"time"
 )
 
+const modelForRun = `-- name: ModelForRun :one
+SELECT m.workspace_id, m.key, m.provider_id, m.api, m.model, m.settings, m.enabled, m.version, m.created_by_id, m.updated_by_id, m.created_at, m.updated_at, p.type AS provider_type, p.config AS provider_config, p.credential AS provider_credential,
+       p.extra_headers AS provider_extra_headers, p.enabled AS provider_enabled
+FROM model m JOIN provider p ON p.workspace_id = m.workspace_id AND p.id = m.provider_id
+WHERE m.workspace_id = $1 AND m.key = $2
+`
+
+type ModelForRunParams struct {
+	WorkspaceID string `json:"workspace_id"`
+	Key         string `json:"key"`
+}
+
+type ModelForRunRow struct {
+	Model                Model           `json:"model"`
+	ProviderType         string          `json:"provider_type"`
+	ProviderConfig       json.RawMessage `json:"provider_config"`
+	ProviderCredential   []byte          `json:"provider_credential"`
+	ProviderExtraHeaders []byte          `json:"provider_extra_headers"`
+	ProviderEnabled      bool            `json:"provider_enabled"`
+}
+
+// The model an attempt calls and its provider, as they are now, in one read.
+func (q *Queries) ModelForRun(ctx context.Context, db DBTX, arg ModelForRunParams) (ModelForRunRow, error) {
+	row := db.QueryRow(ctx, modelForRun, arg.WorkspaceID, arg.Key)
+	var i ModelForRunRow
+	err := row.Scan(
+		&i.Model.WorkspaceID,
+		&i.Model.Key,
+		&i.Model.ProviderID,
+		&i.Model.Api,
+		&i.Model.Model,
+		&i.Model.Settings,
+		&i.Model.Enabled,
+		&i.Model.Version,
+		&i.Model.CreatedByID,
+		&i.Model.UpdatedByID,
+		&i.Model.CreatedAt,
+		&i.Model.UpdatedAt,
+		&i.ProviderType,
+		&i.ProviderConfig,
+		&i.ProviderCredential,
+		&i.ProviderExtraHeaders,
+		&i.ProviderEnabled,
+	)
+	return i, err
+}
+
+const modelForRunStart = `-- name: ModelForRunStart :one
+SELECT m.enabled, p.id AS provider_id, p.kind AS provider_kind, p.type AS provider_type, p.enabled AS provider_enabled
+FROM model m JOIN provider p ON p.workspace_id = m.workspace_id AND p.id = m.provider_id
+WHERE m.workspace_id = $1 AND m.key = $2
+FOR SHARE OF p
+`
+
+type ModelForRunStartParams struct {
+	WorkspaceID string `json:"workspace_id"`
+	Key         string `json:"key"`
+}
+
+type ModelForRunStartRow struct {
+	Enabled         bool   `json:"enabled"`
+	ProviderID      string `json:"provider_id"`
+	ProviderKind    string `json:"provider_kind"`
+	ProviderType    string `json:"provider_type"`
+	ProviderEnabled bool   `json:"provider_enabled"`
+}
+
+// The model a run is about to start on, with its provider's state. FOR SHARE
+// OF p conflicts with the provider's PATCH (FOR NO KEY UPDATE), so a
+// concurrent disable of the provider is either seen or waits until the run is
+// written.
+func (q *Queries) ModelForRunStart(ctx context.Context, db DBTX, arg ModelForRunStartParams) (ModelForRunStartRow, error) {
+	row := db.QueryRow(ctx, modelForRunStart, arg.WorkspaceID, arg.Key)
+	var i ModelForRunStartRow
+	err := row.Scan(
+		&i.Enabled,
+		&i.ProviderID,
+		&i.ProviderKind,
+		&i.ProviderType,
+		&i.ProviderEnabled,
+	)
+	return i, err
+}
+
 const modelGet = `-- name: ModelGet :one
 SELECT workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at FROM model WHERE workspace_id = $1 AND key = $2
 `

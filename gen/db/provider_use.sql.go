@@ -9,6 +9,23 @@ import (
 	"context"
 )
 
+const providerEnabled = `-- name: ProviderEnabled :one
+SELECT enabled FROM provider WHERE workspace_id = $1 AND id = $2
+`
+
+type ProviderEnabledParams struct {
+	WorkspaceID string `json:"workspace_id"`
+	ID          string `json:"id"`
+}
+
+// Whether a provider a run's tool calls is still enabled, checked at every call.
+func (q *Queries) ProviderEnabled(ctx context.Context, db DBTX, arg ProviderEnabledParams) (bool, error) {
+	row := db.QueryRow(ctx, providerEnabled, arg.WorkspaceID, arg.ID)
+	var enabled bool
+	err := row.Scan(&enabled)
+	return enabled, err
+}
+
 const providerForUse = `-- name: ProviderForUse :one
 SELECT id, kind, type, enabled FROM provider
 WHERE workspace_id = $1 AND id = $2

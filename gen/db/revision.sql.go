@@ -364,6 +364,54 @@ func (q *Queries) HeadUpdate(ctx context.Context, db DBTX, arg HeadUpdateParams)
 	return i, err
 }
 
+const headsByID = `-- name: HeadsByID :many
+SELECT id, workspace_id, kind, name, description, labels, default_revision_id, latest_revision_number, archived_at, version, created_by_id, updated_by_id, created_at, updated_at FROM head
+WHERE workspace_id = $1 AND kind = $2 AND id = ANY($3::text[])
+`
+
+type HeadsByIDParams struct {
+	WorkspaceID string   `json:"workspace_id"`
+	Kind        string   `json:"kind"`
+	Ids         []string `json:"ids"`
+}
+
+// The heads of one kind among ids in the workspace, archived or not: what a
+// run reads of the subagents its configuration names.
+func (q *Queries) HeadsByID(ctx context.Context, db DBTX, arg HeadsByIDParams) ([]Head, error) {
+	rows, err := db.Query(ctx, headsByID, arg.WorkspaceID, arg.Kind, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Head{}
+	for rows.Next() {
+		var i Head
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkspaceID,
+			&i.Kind,
+			&i.Name,
+			&i.Description,
+			&i.Labels,
+			&i.DefaultRevisionID,
+			&i.LatestRevisionNumber,
+			&i.ArchivedAt,
+			&i.Version,
+			&i.CreatedByID,
+			&i.UpdatedByID,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const headsForReference = `-- name: HeadsForReference :many
 SELECT id, archived_at FROM head
 WHERE workspace_id = $1 AND kind = $2 AND id = ANY($3::text[])
@@ -590,6 +638,52 @@ func (q *Queries) RevisionsOfHeads(ctx context.Context, db DBTX, ids []string) (
 	for rows.Next() {
 		var i RevisionsOfHeadsRow
 		if err := rows.Scan(&i.ID, &i.HeadID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const revisionsPinned = `-- name: RevisionsPinned :many
+SELECT r.head_id, h.name, r.id, r.config FROM revision r JOIN head h ON h.id = r.head_id
+WHERE h.workspace_id = $1 AND h.kind = $2 AND r.id = ANY($3::text[])
+`
+
+type RevisionsPinnedParams struct {
+	WorkspaceID string   `json:"workspace_id"`
+	Kind        string   `json:"kind"`
+	Ids         []string `json:"ids"`
+}
+
+type RevisionsPinnedRow struct {
+	HeadID string          `json:"head_id"`
+	Name   string          `json:"name"`
+	ID     string          `json:"id"`
+	Config json.RawMessage `json:"config"`
+}
+
+// Revisions of heads of one kind of the workspace, with their heads' names:
+// what an attempt reads of the agent revision and the skill revisions its
+// run pinned, in one read.
+func (q *Queries) RevisionsPinned(ctx context.Context, db DBTX, arg RevisionsPinnedParams) ([]RevisionsPinnedRow, error) {
+	rows, err := db.Query(ctx, revisionsPinned, arg.WorkspaceID, arg.Kind, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RevisionsPinnedRow{}
+	for rows.Next() {
+		var i RevisionsPinnedRow
+		if err := rows.Scan(
+			&i.HeadID,
+			&i.Name,
+			&i.ID,
+			&i.Config,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -602,22 +602,6 @@ func (q *Queries) MessageList(ctx context.Context, db DBTX, arg MessageListParam
 	return items, nil
 }
 
-const providerEnabled = `-- name: ProviderEnabled :one
-SELECT enabled FROM provider WHERE workspace_id = $1 AND id = $2
-`
-
-type ProviderEnabledParams struct {
-	WorkspaceID string `json:"workspace_id"`
-	ID          string `json:"id"`
-}
-
-func (q *Queries) ProviderEnabled(ctx context.Context, db DBTX, arg ProviderEnabledParams) (bool, error) {
-	row := db.QueryRow(ctx, providerEnabled, arg.WorkspaceID, arg.ID)
-	var enabled bool
-	err := row.Scan(&enabled)
-	return enabled, err
-}
-
 const runAdmitLock = `-- name: RunAdmitLock :exec
 SELECT pg_advisory_xact_lock(hashtextextended('svc.run_admit:' || $1::text, 0))
 `

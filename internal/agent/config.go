@@ -18,7 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/svcdev/svc/internal/apperr"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 // Config is an agent's configuration as stored in a revision: normalized, so
@@ -50,7 +50,7 @@ type Tools struct {
 type WebTools struct {
 	ProviderID string `json:"provider_id"`
 	// Operations are sorted and distinct: a subset of what the provider's type
-	// serves (types.Operation).
+	// serves (catalog.Operation).
 	Operations []string `json:"operations"`
 }
 
@@ -199,13 +199,13 @@ func normalizeWeb(w *WebTools, bad func(string, string)) {
 		bad("tools.web.provider_id", "is required")
 	}
 	if len(w.Operations) == 0 {
-		bad("tools.web.operations", fmt.Sprintf("must name at least one operation (%s, %s)", types.OperationSearch, types.OperationFetch))
+		bad("tools.web.operations", fmt.Sprintf("must name at least one operation (%s, %s)", catalog.OperationSearch, catalog.OperationFetch))
 	}
 	seen := map[string]bool{}
 	for i, op := range w.Operations {
 		switch {
-		case op != string(types.OperationSearch) && op != string(types.OperationFetch):
-			bad(fmt.Sprintf("tools.web.operations[%d]", i), fmt.Sprintf("must be %s or %s", types.OperationSearch, types.OperationFetch))
+		case op != string(catalog.OperationSearch) && op != string(catalog.OperationFetch):
+			bad(fmt.Sprintf("tools.web.operations[%d]", i), fmt.Sprintf("must be %s or %s", catalog.OperationSearch, catalog.OperationFetch))
 		case seen[op]:
 			bad(fmt.Sprintf("tools.web.operations[%d]", i), "is listed twice")
 		}

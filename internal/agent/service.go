@@ -13,8 +13,8 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 )
 
@@ -30,7 +30,7 @@ type Service struct {
 // NewService returns the agent service over pool. Web toolsets are checked
 // against the provider types of reg; references to environment templates,
 // memories and connections go to ext.
-func NewService(pool *pgxpool.Pool, reg *types.Registry, ext refs.External) *Service {
+func NewService(pool *pgxpool.Pool, reg *catalog.Registry, ext refcheck.External) *Service {
 	return &Service{Service: revision.NewService[Config](pool, revision.KindAgent, &content{q: db.New(), reg: reg, ext: ext})}
 }
 
@@ -48,8 +48,8 @@ func (s *Service) RequireRunnable(ctx context.Context, q db.DBTX, workspaceID, a
 // content is the agent kind's contribution to revision.Service.
 type content struct {
 	q   *db.Queries
-	reg *types.Registry
-	ext refs.External
+	reg *catalog.Registry
+	ext refcheck.External
 }
 
 // Normalize implements revision.Content.
@@ -99,16 +99,16 @@ func (c *content) CheckReferences(ctx context.Context, tx pgx.Tx, caller *auth.C
 func (c *content) model(ctx context.Context, tx pgx.Tx, ws, key string) error {
 	row, err := c.q.ModelForReference(ctx, tx, db.ModelForReferenceParams{WorkspaceID: ws, Key: key})
 	if dbx.IsNotFound(err) {
-		return refs.NotFound("config.model", "no model with this key in the workspace")
+		return refcheck.NotFound("config.model", "no model with this key in the workspace")
 	}
 	if err != nil {
 		return err
 	}
 	switch {
 	case !row.Enabled:
-		return refs.Disabled("config.model", "the model is disabled")
+		return refcheck.Disabled("config.model", "the model is disabled")
 	case !row.ProviderEnabled:
-		return refs.Disabled("config.model", "the model's provider is disabled")
+		return refcheck.Disabled("config.model", "the model's provider is disabled")
 	}
 	return nil
 }
@@ -119,23 +119,23 @@ func (c *content) web(ctx context.Context, tx pgx.Tx, ws string, w *WebTools) er
 	const field = "config.tools.web.provider_id"
 	row, err := c.q.WebProviderForReference(ctx, tx, db.WebProviderForReferenceParams{WorkspaceID: ws, ID: w.ProviderID})
 	if dbx.IsNotFound(err) {
-		return refs.NotFound(field, "no web provider with this id in the workspace")
+		return refcheck.NotFound(field, "no web provider with this id in the workspace")
 	}
 	if err != nil {
 		return err
 	}
-	if row.Kind != string(types.KindWeb) {
+	if row.Kind != string(catalog.KindWeb) {
 		return apperr.InvalidField(field, fmt.Sprintf("is a %s provider, not a web provider", row.Kind))
 	}
 	if !row.Enabled {
-		return refs.Disabled(field, "the web provider is disabled")
+		return refcheck.Disabled(field, "the web provider is disabled")
 	}
 	t, ok := c.reg.Lookup(row.Type)
 	if !ok {
 		return apperr.New(apperr.KindConflict, fmt.Sprintf("provider type %q is not installed", row.Type))
 	}
 	for i, op := range w.Operations {
-		if !slices.Contains(t.Operations, types.Operation(op)) {
+		if !slices.Contains(t.Operations, catalog.Operation(op)) {
 			return apperr.InvalidField(fmt.Sprintf("config.tools.web.operations[%d]", i), fmt.Sprintf("the %s provider type does not serve %s", t.ID, op))
 		}
 	}
@@ -175,11 +175,11 @@ func (c *content) skills(ctx context.Context, tx pgx.Tx, ws string, list []Skill
 		archived, ok := heads[s.SkillID]
 		switch {
 		case !ok:
-			return refs.NotFound(field+".skill_id", "no skill with this id in the workspace")
+			return refcheck.NotFound(field+".skill_id", "no skill with this id in the workspace")
 		case archived:
-			return refs.Conflict(field+".skill_id", "the skill is archived")
+			return refcheck.Conflict(field+".skill_id", "the skill is archived")
 		case s.RevisionID != nil && owner[*s.RevisionID] != s.SkillID:
-			return refs.NotFound(field+".revision_id", "no revision with this id belongs to the skill")
+			return refcheck.NotFound(field+".revision_id", "no revision with this id belongs to the skill")
 		}
 	}
 	return nil
@@ -206,9 +206,9 @@ func (c *content) subagents(ctx context.Context, tx pgx.Tx, ws, self string, lis
 		case a.AgentID == self:
 			return apperr.InvalidField(field, "an agent cannot be its own subagent")
 		case !ok:
-			return refs.NotFound(field, "no agent with this id in the workspace")
+			return refcheck.NotFound(field, "no agent with this id in the workspace")
 		case archived:
-			return refs.Conflict(field, "the agent is archived")
+			return refcheck.Conflict(field, "the agent is archived")
 		}
 	}
 	return nil

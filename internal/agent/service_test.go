@@ -10,8 +10,8 @@ import (
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
@@ -29,11 +29,11 @@ func setup(t testing.TB) *testBundle {
 	t.Helper()
 	pool := testdb.New(t)
 	admin := testfactory.Bootstrap(t, pool)
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	testfactory.Model(t, pool, admin.Owner(), &testfactory.ModelOpts{API: "responses", Provider: &testfactory.ProviderOpts{Type: "openai"}})
 	return &testBundle{
-		pool: pool, svc: agent.NewService(pool, reg, refs.None{}),
+		pool: pool, svc: agent.NewService(pool, reg, refcheck.None{}),
 		caller: &auth.Caller{PrincipalID: admin.PrincipalID, OrganizationID: admin.OrganizationID, WorkspaceID: admin.WorkspaceID, Role: auth.RoleEditor},
 	}
 }

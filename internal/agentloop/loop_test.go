@@ -269,10 +269,12 @@ func TestRun(t *testing.T) {
 			},
 		},
 		{
-			name:        "a model error fails the run",
-			script:      []turn{{Err: errors.New("model answered nonsense")}},
-			wantFailure: &agentloop.Failure{Code: agentloop.CodeModel, Message: "model answered nonsense"},
-			wantCalls:   1,
+			name:   "a model answer svc cannot read fails the run with a general message, the cause kept for the log",
+			script: []turn{{Err: errors.New("model answered nonsense")}},
+			wantFailure: &agentloop.Failure{Code: agentloop.CodeModel,
+				Message: "the model's answer could not be read (the cause is logged with the run's id)",
+				Cause:   errors.New("model answered nonsense")},
+			wantCalls: 1,
 		},
 		{
 			name:   "a vendor error without Retry-After fails the run",

@@ -18,10 +18,8 @@ import (
 	"github.com/svcdev/svc/internal/checkpoint"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/console"
-	"github.com/svcdev/svc/internal/contool"
-	"github.com/svcdev/svc/internal/credential"
+	"github.com/svcdev/svc/internal/credexpiry"
 	"github.com/svcdev/svc/internal/dbx"
-	"github.com/svcdev/svc/internal/envhosted"
 	"github.com/svcdev/svc/internal/health"
 	"github.com/svcdev/svc/internal/httpapi"
 	"github.com/svcdev/svc/internal/id"
@@ -29,14 +27,20 @@ import (
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/mail"
 	"github.com/svcdev/svc/internal/memory"
-	"github.com/svcdev/svc/internal/memtool"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/reqbody"
 	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/sandbox/hosted"
 	"github.com/svcdev/svc/internal/supervisor"
 	"github.com/svcdev/svc/internal/sweep"
+	"github.com/svcdev/svc/internal/tool"
+	connectiontool "github.com/svcdev/svc/internal/tool/connection"
+	environmenttool "github.com/svcdev/svc/internal/tool/environment"
+	memorytool "github.com/svcdev/svc/internal/tool/memory"
+	"github.com/svcdev/svc/internal/tool/subagent"
+	"github.com/svcdev/svc/internal/tool/web"
 	"github.com/svcdev/svc/internal/webhook"
 	"github.com/svcdev/svc/internal/worker"
 	schema "github.com/svcdev/svc/sql"
@@ -141,20 +145,20 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 // build has, over the process's services.
 func (a *App) buildWorker() {
 	s := a.Services
-	memories := memtool.New(memtool.Deps{Pool: a.Pool, Ring: a.Keyring, Registry: s.Types, Policy: s.Policy,
+	memories := memorytool.New(memorytool.Deps{Memories: s.Memories, Registry: s.Types, Policy: s.Policy,
 		Timeout: time.Duration(a.cfg.Providers.ProbeTimeoutSeconds) * time.Second})
 	exec := worker.NewExecutor(worker.ExecutorDeps{
-		Pool: a.Pool, Runs: s.Runs, Keyring: a.Keyring, Objects: a.Store, Types: s.Types, HTTPClient: s.Outbound, Log: a.log,
+		Runs: s.Runs, Agents: s.Agents, Skills: s.Skills, Models: s.Models, Objects: a.Store, HTTPClient: s.Outbound, Log: a.log,
 		MaxOutputBytes: int(a.cfg.Limits.ModelOutputBytes), MaxToolArgumentBytes: int(a.cfg.Limits.ToolArgumentsBytes),
-		Prompts: []worker.PromptSection{worker.MemoryPrompt(memories)},
-		Toolsets: []worker.Toolset{
-			worker.WebToolset(a.Pool, a.Keyring, s.Outbound),
-			worker.EnvironmentToolset(s.EnvironmentRuntime, a.Pool, a.Store),
-			worker.SubagentToolset(a.Pool, s.Runs, run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
-				MaxLive: a.cfg.Worker.SubagentMaxLiveChildren, MaxTotal: a.cfg.Worker.SubagentMaxDescendants}),
-			worker.MemoryToolset(memories),
-			worker.ConnectionToolset(contool.New(contool.Deps{Pool: a.Pool, Keyring: a.Keyring, Types: s.Types, HTTPClient: s.Outbound,
-				Log: a.log.With("component", "connections")})),
+		Prompts: []tool.PromptSection{memories.Prompt},
+		Toolsets: []tool.Toolset{
+			web.New(web.Deps{Providers: s.Providers, HTTPClient: s.Outbound}).ForRun,
+			environmenttool.New(environmenttool.Deps{Runtime: s.EnvironmentRuntime, Skills: s.Skills, Assets: s.Assets}).ForRun,
+			subagent.New(subagent.Deps{Agents: s.Agents, Runs: s.Runs, Limits: run.SubagentLimits{MaxDepth: a.cfg.Worker.SubagentMaxDepth,
+				MaxLive: a.cfg.Worker.SubagentMaxLiveChildren, MaxTotal: a.cfg.Worker.SubagentMaxDescendants}}).ForRun,
+			memories.ForRun,
+			connectiontool.New(connectiontool.Deps{Connections: s.Connections, HTTPClient: s.Outbound,
+				Log: a.log.With("component", "connections")}).ForRun,
 		},
 	})
 	a.Worker = worker.New(a.Pool, s.Runs, exec, worker.Options{
@@ -358,7 +362,7 @@ func (a *App) registerSweeps() {
 		Name:     "expire_credentials",
 		Interval: time.Duration(a.cfg.Auth.ExpiryScanSeconds) * time.Second,
 		Run: func(ctx context.Context) error {
-			res, err := credential.Expire(ctx, a.Pool)
+			res, err := credexpiry.Expire(ctx, a.Pool)
 			if n := res.LoginSessions + res.MailLinks + res.InvitationConfirmations + res.Invitations; n > 0 {
 				a.log.Info("expired credentials deleted", "login_sessions", res.LoginSessions, "mail_links", res.MailLinks,
 					"invitation_confirmations", res.InvitationConfirmations, "invitations", res.Invitations)
@@ -421,7 +425,7 @@ func (a *App) registerSweeps() {
 	a.Sweeps.Register(sweep.Sweep{
 		Name: "renew_environments", Interval: envScan,
 		Run: func(ctx context.Context) error {
-			_, err := a.EnvironmentRuntime.Renew(ctx, envhosted.Types())
+			_, err := a.EnvironmentRuntime.Renew(ctx, hosted.Types())
 			return err
 		},
 	})

@@ -15,15 +15,22 @@ import (
 )
 
 // serviceConstructors are the constructors of services a process shares, by
-// package under internal/. Every package's NewService is one too.
+// package under internal/: the toolsets and the worker among them. Every
+// package's NewService is one too.
 var serviceConstructors = map[string][]string{
-	"auth":           {"NewAuthenticator"},
-	"connection":     {"NewVendors"},
-	"endpoint":       {"NewPolicy"},
-	"environment":    {"NewRuntime"},
-	"provider/probe": {"New"},
-	"ratelimit":      {"New", "NewClients"},
-	"stream":         {"NewHub", "NewPublisher"},
+	"auth":             {"NewAuthenticator"},
+	"connection":       {"NewVendors"},
+	"endpoint":         {"NewPolicy"},
+	"environment":      {"NewRuntime"},
+	"provider/probe":   {"New"},
+	"ratelimit":        {"New", "NewClients"},
+	"stream":           {"NewHub", "NewPublisher"},
+	"tool/connection":  {"New"},
+	"tool/environment": {"New"},
+	"tool/memory":      {"New"},
+	"tool/subagent":    {"New"},
+	"tool/web":         {"New"},
+	"worker":           {"New", "NewExecutor"},
 }
 
 // TestOnlyAppBuildsServices keeps internal/app the one place where services

@@ -10,10 +10,8 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/endpoint"
-	"github.com/svcdev/svc/internal/envdocker"
-	"github.com/svcdev/svc/internal/envhosted"
 	"github.com/svcdev/svc/internal/environment"
-	"github.com/svcdev/svc/internal/envlocal"
+	"github.com/svcdev/svc/internal/environment/template"
 	"github.com/svcdev/svc/internal/httpapi"
 	"github.com/svcdev/svc/internal/identity"
 	"github.com/svcdev/svc/internal/invitation"
@@ -21,16 +19,18 @@ import (
 	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/provider"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/ratelimit"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/sandbox/docker"
+	"github.com/svcdev/svc/internal/sandbox/hosted"
+	"github.com/svcdev/svc/internal/sandbox/local"
 	"github.com/svcdev/svc/internal/session"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/stream"
 	"github.com/svcdev/svc/internal/subscription"
-	"github.com/svcdev/svc/internal/template"
 	"github.com/svcdev/svc/internal/webhook"
 )
 
@@ -41,7 +41,7 @@ import (
 type Services struct {
 	// Types is the registry of installed provider types (their JSON
 	// Schemas, compiled once).
-	Types *types.Registry
+	Types *catalog.Registry
 	// Policy guards every outbound call (vendors, webhooks, environments);
 	// Outbound is its client without a timeout, shared by the environment
 	// drivers and the worker's vendor calls.
@@ -67,7 +67,7 @@ type Services struct {
 	Connections *connection.Service
 	Assets      *asset.Service
 	// Agents and Skills check what their configurations name in other
-	// domains through refs.Workspace.
+	// domains through refcheck.Workspace.
 	Agents *agent.Service
 	Skills *skill.Service
 
@@ -84,7 +84,7 @@ type Services struct {
 	Events *stream.Hub
 	// Environments lists and reads environments for the API;
 	// EnvironmentRuntime makes, reuses and maintains them through the drivers
-	// of the installed environment types.
+	// of the installed environment catalog.
 	Environments       *environment.Service
 	EnvironmentRuntime *environment.Runtime
 }
@@ -97,13 +97,13 @@ func (a *App) buildServices() (*Services, error) {
 	vendorTimeout := time.Duration(cfg.Providers.ProbeTimeoutSeconds) * time.Second
 	// The operator's rule on docker networks and users: the provider and
 	// template checks and the docker driver apply the same one.
-	dockerGuard := envdocker.Guard{Networks: cfg.Environments.DockerNetworks, AllowRoot: cfg.Environments.DockerAllowRoot}
+	dockerGuard := docker.Guard{Networks: cfg.Environments.DockerNetworks, AllowRoot: cfg.Environments.DockerAllowRoot}
 	s := &Services{
 		Limiter: ratelimit.New(a.Redis, cfg.Redis.KeyPrefix, log),
 		Auth:    auth.NewAuthenticator(pool, log),
 	}
 	var err error
-	if s.Types, err = types.New(types.Options{LocalEnabled: cfg.Environments.LocalEnabled}); err != nil {
+	if s.Types, err = catalog.New(catalog.Options{LocalEnabled: cfg.Environments.LocalEnabled}); err != nil {
 		return nil, err
 	}
 	if s.Policy, err = endpoint.NewPolicy(cfg.EndpointPolicy); err != nil {
@@ -142,15 +142,15 @@ func (a *App) buildServices() (*Services, error) {
 	// providers.probe_timeout_seconds. The connection authorizations this
 	// process starts name it as their owner, whose driver polls the vendor.
 	s.Providers = provider.NewService(pool, ring, s.Types, s.Policy, probe.New(s.Policy, vendorTimeout))
-	s.Providers.SetConfigCheck(envdocker.TypeID, dockerGuard.ProviderCheck)
-	s.Models = model.NewService(pool, s.Types)
-	s.Memories = memory.NewService(pool, s.Types)
+	s.Providers.SetConfigCheck(docker.TypeID, dockerGuard.ProviderCheck)
+	s.Models = model.NewService(pool, s.Types, ring)
+	s.Memories = memory.NewService(pool, s.Types, ring)
 	s.Templates = template.NewService(pool, s.Types)
-	s.Templates.SetConfigCheck(envdocker.TypeID, dockerGuard.TemplateCheck)
+	s.Templates.SetConfigCheck(docker.TypeID, dockerGuard.TemplateCheck)
 	s.Connections = connection.NewService(pool, ring, s.Types, connection.NewVendors(s.Policy, vendorTimeout),
 		connection.Options{Owner: a.ReplicaID, Timeout: vendorTimeout, Log: log})
 	s.Assets = asset.NewService(pool, a.Store, cfg.Limits.AssetBytes, log)
-	references := refs.Workspace{Types: s.Types, Connections: s.Connections, Assets: s.Assets}
+	references := refcheck.Workspace{Types: s.Types, Connections: s.Connections, Assets: s.Assets}
 	s.Agents = agent.NewService(pool, s.Types, references)
 	s.Skills = skill.NewService(pool, references)
 	s.Subscriptions = subscription.NewService(pool, ring, s.Policy, subscription.WithMaxPerWorkspace(cfg.Limits.SubscriptionsPerWorkspace))
@@ -171,12 +171,12 @@ func (a *App) buildServices() (*Services, error) {
 		stream.Options{Stopping: func() bool { return !a.Health.Started() }})
 
 	// Environments.
-	drivers := envhosted.NewWithTLS(s.Outbound, func(c *tls.Config) *http.Client {
+	drivers := hosted.NewWithTLS(s.Outbound, func(c *tls.Config) *http.Client {
 		return s.Policy.HTTPClient(0, endpoint.WithTLSConfig(c))
 	})
-	drivers[envhosted.TypeModal] = envhosted.NewModal(s.Policy, envhosted.ModalOptions{})
-	drivers[types.LocalType] = envlocal.NewDriver(cfg.Environments, envlocal.Options{})
-	drivers[envdocker.TypeID] = envdocker.New(s.Policy, envdocker.Options{Guard: dockerGuard})
+	drivers[hosted.TypeModal] = hosted.NewModal(s.Policy, hosted.ModalOptions{})
+	drivers[catalog.LocalType] = local.NewDriver(cfg.Environments, local.Options{})
+	drivers[docker.TypeID] = docker.New(s.Policy, docker.Options{Guard: dockerGuard})
 	s.Environments = environment.NewService(pool)
 	s.EnvironmentRuntime = environment.NewRuntime(pool, ring, drivers, time.Duration(cfg.Environments.RenewalSeconds)*time.Second,
 		log.With("component", "environments"))

@@ -1,5 +1,6 @@
-// Package checkpoint names run checkpoints in the object store and cleans up
-// the ones a newer checkpoint replaced.
+// Package checkpoint writes and reads run checkpoints (Save, Load: a
+// Document holding the agent loop's state after a step), names them in the
+// object store, and cleans up the ones a newer checkpoint replaced.
 //
 // A checkpoint object's key is
 //

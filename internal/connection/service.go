@@ -17,7 +17,7 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/resource"
 	"github.com/svcdev/svc/internal/secret"
 )
@@ -56,7 +56,7 @@ type Service struct {
 	pool    *pgxpool.Pool
 	q       *db.Queries
 	ring    *keyring.Ring
-	reg     *types.Registry
+	reg     *catalog.Registry
 	vendors Vendors
 	opts    Options
 	log     *slog.Logger
@@ -64,7 +64,7 @@ type Service struct {
 
 // NewService returns a service over pool that validates against the connector
 // types of reg, seals with ring and authorizes through vendors.
-func NewService(pool *pgxpool.Pool, ring *keyring.Ring, reg *types.Registry, vendors Vendors, opts Options) *Service {
+func NewService(pool *pgxpool.Pool, ring *keyring.Ring, reg *catalog.Registry, vendors Vendors, opts Options) *Service {
 	if opts.AuthorizationTTL <= 0 {
 		opts.AuthorizationTTL = DefaultAuthorizationTTL
 	}
@@ -224,7 +224,7 @@ func (s *Service) UsableTx(ctx context.Context, tx pgx.Tx, workspaceID, field, c
 // connector is a connection's provider, locked FOR SHARE, with its type.
 type connector struct {
 	row db.ConnectionProviderForShareRow
-	typ types.Type
+	typ catalog.Type
 }
 
 // provider locks the connector provider providerID of the caller's workspace
@@ -241,7 +241,7 @@ func (s *Service) provider(ctx context.Context, tx pgx.Tx, workspaceID, provider
 	if err != nil {
 		return connector{}, err
 	}
-	if row.Kind != string(types.KindConnector) {
+	if row.Kind != string(catalog.KindConnector) {
 		return connector{}, notFound
 	}
 	if newUse && !row.Enabled {

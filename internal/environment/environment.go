@@ -1,6 +1,7 @@
 // Package environment manages environments: the instances of an environment
-// template on its provider, which runs create (a later issue) and the
-// maintain_environments sweep stops and deletes. Through the API they can be
+// template (package environment/template) on its provider, which the Runtime
+// makes when a run first uses one and the maintain_environments sweep stops
+// and deletes, through the drivers of package sandbox. Through the API they can be
 // listed, read and deleted (SPEC 3.2: "Subscription, environment | DELETE").
 //
 // Deleting is asynchronous and recorded honestly: DELETE moves the

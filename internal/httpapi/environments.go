@@ -8,7 +8,7 @@ import (
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/environment"
-	"github.com/svcdev/svc/internal/template"
+	"github.com/svcdev/svc/internal/environment/template"
 )
 
 // EnvironmentHandlers implements /api/v1/environment-templates and

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/gen/spec"
+	"github.com/svcdev/svc/internal/environment/template"
 	"github.com/svcdev/svc/internal/labels"
 	"github.com/svcdev/svc/internal/subscription"
-	"github.com/svcdev/svc/internal/template"
 )
 
 // TestLiveResourceLimitsMatchTheContract keeps the limits the contract states

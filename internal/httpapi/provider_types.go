@@ -10,7 +10,7 @@ import (
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/apperr"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 // ProviderTypeHandlers implements GET /api/v1/provider-types/{kind}. The
@@ -23,9 +23,9 @@ type ProviderTypeHandlers struct {
 // newProviderTypeHandlers marshals the answers for every kind once, from the
 // registry of installed types (the local environment type only when
 // environments.local_enabled is set).
-func newProviderTypeHandlers(reg *types.Registry) (*ProviderTypeHandlers, error) {
-	h := &ProviderTypeHandlers{lists: make(map[string]providerTypeList, len(types.Kinds))}
-	for _, k := range types.Kinds {
+func newProviderTypeHandlers(reg *catalog.Registry) (*ProviderTypeHandlers, error) {
+	h := &ProviderTypeHandlers{lists: make(map[string]providerTypeList, len(catalog.Kinds))}
+	for _, k := range catalog.Kinds {
 		body, err := json.Marshal(api.ProviderTypeList{Kind: api.ProviderKind(k), Items: mapAll(reg.List(k), toAPIProviderType)})
 		if err != nil {
 			return nil, fmt.Errorf("marshal %s provider types: %w", k, err)
@@ -55,7 +55,7 @@ func (b providerTypeList) VisitListProviderTypesResponse(w http.ResponseWriter) 
 	return err
 }
 
-func toAPIProviderType(t types.Type) api.ProviderType {
+func toAPIProviderType(t catalog.Type) api.ProviderType {
 	out := api.ProviderType{
 		Type:                     t.ID,
 		DisplayName:              t.DisplayName,
@@ -74,12 +74,12 @@ func toAPIProviderType(t types.Type) api.ProviderType {
 		out.SetupUrl.Set(t.SetupURL)
 	}
 	if t.APIs != nil {
-		out.Apis.Set(mapAll(t.APIs, func(a types.API) api.ProviderTypeAPI {
+		out.Apis.Set(mapAll(t.APIs, func(a catalog.API) api.ProviderTypeAPI {
 			return api.ProviderTypeAPI{Id: a.ID, SettingsSchema: schemaDoc(a.Settings)}
 		}))
 	}
 	if t.Operations != nil {
-		out.Operations.Set(mapAll(t.Operations, func(o types.Operation) api.ProviderTypeOperations {
+		out.Operations.Set(mapAll(t.Operations, func(o catalog.Operation) api.ProviderTypeOperations {
 			return api.ProviderTypeOperations(o)
 		}))
 	}
@@ -93,4 +93,4 @@ func toAPIProviderType(t types.Type) api.ProviderType {
 }
 
 // schemaDoc is a schema document as a view member.
-func schemaDoc(s *types.Schema) map[string]any { return s.Document() }
+func schemaDoc(s *catalog.Schema) map[string]any { return s.Document() }

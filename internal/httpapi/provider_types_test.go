@@ -11,7 +11,7 @@ import (
 	"github.com/svcdev/svc/gen/client"
 	"github.com/svcdev/svc/internal/apitest"
 	"github.com/svcdev/svc/internal/config"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/testfactory"
 )
 
@@ -45,15 +45,15 @@ func (b *providerTypesBundle) list(t *testing.T, kind string) (*client.ProviderT
 func TestProviderTypesDescribeEveryKind(t *testing.T) {
 	t.Parallel()
 	b := setupProviderTypes(t, false)
-	counts := map[types.Kind]int{types.KindModel: 21, types.KindWeb: 10, types.KindEnvironment: 7, types.KindConnector: 1, types.KindMemory: 2}
+	counts := map[catalog.Kind]int{catalog.KindModel: 21, catalog.KindWeb: 10, catalog.KindEnvironment: 7, catalog.KindConnector: 1, catalog.KindMemory: 2}
 	members := []string{"type", "display_name", "configuration_schema", "credential_schema", "credential_required", "setup_url",
 		"apis", "operations", "environment_schema", "supports_managed_instances", "supports_stop", "supports_destroy"}
-	perKind := map[types.Kind][]string{
-		types.KindModel:       {"apis"},
-		types.KindWeb:         {"operations"},
-		types.KindEnvironment: {"environment_schema", "supports_managed_instances", "supports_stop", "supports_destroy"},
+	perKind := map[catalog.Kind][]string{
+		catalog.KindModel:       {"apis"},
+		catalog.KindWeb:         {"operations"},
+		catalog.KindEnvironment: {"environment_schema", "supports_managed_instances", "supports_stop", "supports_destroy"},
 	}
-	for _, kind := range types.Kinds {
+	for _, kind := range catalog.Kinds {
 		list, raw := b.list(t, string(kind))
 		require.EqualValues(t, kind, list.Kind)
 		require.Len(t, list.Items, counts[kind], kind)
@@ -66,7 +66,7 @@ func TestProviderTypesDescribeEveryKind(t *testing.T) {
 			require.Regexp(t, `^https://`, it.SetupUrl.MustGet(), it.Type)
 		}
 		require.True(t, slices.IsSorted(names), "%s items are sorted by type: %v", kind, names)
-		require.NotContains(t, names, types.LocalType)
+		require.NotContains(t, names, catalog.LocalType)
 		for i, item := range raw {
 			require.Len(t, item, len(members), "%s: a fixed set of members", names[i])
 			for _, m := range members {
@@ -131,7 +131,7 @@ func TestProviderTypesListLocalOnlyWhenEnabled(t *testing.T) {
 	require.Len(t, envs.Items, 8)
 	var local *client.ProviderType
 	for i := range envs.Items {
-		if envs.Items[i].Type == types.LocalType {
+		if envs.Items[i].Type == catalog.LocalType {
 			local = &envs.Items[i]
 		}
 	}

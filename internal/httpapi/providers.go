@@ -8,7 +8,7 @@ import (
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/secret"
 )
 
@@ -20,7 +20,7 @@ type ProviderHandlers struct {
 }
 
 // test sends the provider test and maps its result.
-func (h *ProviderHandlers) test(ctx context.Context, k types.Kind, id string) (api.ProviderTestResult, error) {
+func (h *ProviderHandlers) test(ctx context.Context, k catalog.Kind, id string) (api.ProviderTestResult, error) {
 	res, err := h.svc.Test(ctx, auth.CallerFrom(ctx), k, id)
 	if err != nil {
 		return api.ProviderTestResult{}, err
@@ -36,7 +36,7 @@ func (h *ProviderHandlers) test(ctx context.Context, k types.Kind, id string) (a
 
 // The shared steps of the per-kind handlers.
 
-func (h *ProviderHandlers) list(ctx context.Context, k types.Kind, limit *int, cursor *string) (api.ProviderPage, error) {
+func (h *ProviderHandlers) list(ctx context.Context, k catalog.Kind, limit *int, cursor *string) (api.ProviderPage, error) {
 	p, err := h.svc.List(ctx, auth.CallerFrom(ctx), k, limit, cursor)
 	if err != nil {
 		return api.ProviderPage{}, err
@@ -45,7 +45,7 @@ func (h *ProviderHandlers) list(ctx context.Context, k types.Kind, limit *int, c
 }
 
 // create creates a provider and returns its view, ETag and Location.
-func (h *ProviderHandlers) create(ctx context.Context, k types.Kind, in provider.CreateInput) (api.Provider, string, string, error) {
+func (h *ProviderHandlers) create(ctx context.Context, k catalog.Kind, in provider.CreateInput) (api.Provider, string, string, error) {
 	p, err := h.svc.Create(ctx, auth.CallerFrom(ctx), k, in)
 	if err != nil {
 		return api.Provider{}, "", "", err
@@ -53,7 +53,7 @@ func (h *ProviderHandlers) create(ctx context.Context, k types.Kind, in provider
 	return toAPIProvider(p), p.ETag(), "/api/v1/" + string(k) + "-providers/" + p.ID, nil
 }
 
-func (h *ProviderHandlers) get(ctx context.Context, k types.Kind, id string) (api.Provider, string, error) {
+func (h *ProviderHandlers) get(ctx context.Context, k catalog.Kind, id string) (api.Provider, string, error) {
 	p, err := h.svc.Get(ctx, auth.CallerFrom(ctx), k, id)
 	if err != nil {
 		return api.Provider{}, "", err
@@ -61,7 +61,7 @@ func (h *ProviderHandlers) get(ctx context.Context, k types.Kind, id string) (ap
 	return toAPIProvider(p), p.ETag(), nil
 }
 
-func (h *ProviderHandlers) update(ctx context.Context, k types.Kind, in provider.UpdateInput) (api.Provider, string, error) {
+func (h *ProviderHandlers) update(ctx context.Context, k catalog.Kind, in provider.UpdateInput) (api.Provider, string, error) {
 	p, err := h.svc.Update(ctx, auth.CallerFrom(ctx), k, in)
 	if err != nil {
 		return api.Provider{}, "", err
@@ -112,7 +112,7 @@ func change[T any](n nullable.Nullable[T]) secret.Change[T] {
 
 func toAPIProvider(p provider.Provider) api.Provider {
 	names := nullable.NewNullNullable[[]string]()
-	if p.Kind == types.KindModel {
+	if p.Kind == catalog.KindModel {
 		names = nullable.NewNullableWithValue(append([]string{}, p.ExtraHeaderNames...))
 	}
 	return api.Provider{

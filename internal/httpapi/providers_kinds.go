@@ -5,7 +5,7 @@ import (
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 // The operations of the five provider collections: each maps its generated
@@ -13,7 +13,7 @@ import (
 
 // ListModelProviders lists the model providers of the key's workspace.
 func (h *ProviderHandlers) ListModelProviders(ctx context.Context, req api.ListModelProvidersRequestObject) (api.ListModelProvidersResponseObject, error) {
-	page, err := h.list(ctx, types.KindModel, req.Params.Limit, req.Params.Cursor)
+	page, err := h.list(ctx, catalog.KindModel, req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (h *ProviderHandlers) CreateModelProvider(ctx context.Context, req api.Crea
 			in.ExtraHeaders = map[string]string{}
 		}
 	}
-	v, etag, loc, err := h.create(ctx, types.KindModel, in)
+	v, etag, loc, err := h.create(ctx, catalog.KindModel, in)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (h *ProviderHandlers) CreateModelProvider(ctx context.Context, req api.Crea
 
 // GetModelProvider reads a model provider of the key's workspace.
 func (h *ProviderHandlers) GetModelProvider(ctx context.Context, req api.GetModelProviderRequestObject) (api.GetModelProviderResponseObject, error) {
-	v, etag, err := h.get(ctx, types.KindModel, req.ProviderId)
+	v, etag, err := h.get(ctx, catalog.KindModel, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (h *ProviderHandlers) UpdateModelProvider(ctx context.Context, req api.Upda
 	if b == nil {
 		return nil, errNoBody
 	}
-	v, etag, err := h.update(ctx, types.KindModel, provider.UpdateInput{
+	v, etag, err := h.update(ctx, catalog.KindModel, provider.UpdateInput{
 		ID: req.ProviderId, IfMatch: req.Params.IfMatch, Enabled: b.Enabled, Name: b.Name, Config: mapOrNil(b.Config),
 		Credential: change(b.Credential), ExtraHeaders: change(b.ExtraHeaders),
 	})
@@ -67,7 +67,7 @@ func (h *ProviderHandlers) UpdateModelProvider(ctx context.Context, req api.Upda
 
 // ListWebProviders lists the web providers of the key's workspace.
 func (h *ProviderHandlers) ListWebProviders(ctx context.Context, req api.ListWebProvidersRequestObject) (api.ListWebProvidersResponseObject, error) {
-	page, err := h.list(ctx, types.KindWeb, req.Params.Limit, req.Params.Cursor)
+	page, err := h.list(ctx, catalog.KindWeb, req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (h *ProviderHandlers) CreateWebProvider(ctx context.Context, req api.Create
 	if err != nil {
 		return nil, err
 	}
-	v, etag, loc, err := h.create(ctx, types.KindWeb, in)
+	v, etag, loc, err := h.create(ctx, catalog.KindWeb, in)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (h *ProviderHandlers) CreateWebProvider(ctx context.Context, req api.Create
 
 // GetWebProvider reads a web provider of the key's workspace.
 func (h *ProviderHandlers) GetWebProvider(ctx context.Context, req api.GetWebProviderRequestObject) (api.GetWebProviderResponseObject, error) {
-	v, etag, err := h.get(ctx, types.KindWeb, req.ProviderId)
+	v, etag, err := h.get(ctx, catalog.KindWeb, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (h *ProviderHandlers) UpdateWebProvider(ctx context.Context, req api.Update
 	if err != nil {
 		return nil, err
 	}
-	v, etag, err := h.update(ctx, types.KindWeb, in)
+	v, etag, err := h.update(ctx, catalog.KindWeb, in)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (h *ProviderHandlers) UpdateWebProvider(ctx context.Context, req api.Update
 
 // ListEnvironmentProviders lists the environment providers of the key's workspace.
 func (h *ProviderHandlers) ListEnvironmentProviders(ctx context.Context, req api.ListEnvironmentProvidersRequestObject) (api.ListEnvironmentProvidersResponseObject, error) {
-	page, err := h.list(ctx, types.KindEnvironment, req.Params.Limit, req.Params.Cursor)
+	page, err := h.list(ctx, catalog.KindEnvironment, req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (h *ProviderHandlers) CreateEnvironmentProvider(ctx context.Context, req ap
 	if err != nil {
 		return nil, err
 	}
-	v, etag, loc, err := h.create(ctx, types.KindEnvironment, in)
+	v, etag, loc, err := h.create(ctx, catalog.KindEnvironment, in)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (h *ProviderHandlers) CreateEnvironmentProvider(ctx context.Context, req ap
 
 // GetEnvironmentProvider reads a environment provider of the key's workspace.
 func (h *ProviderHandlers) GetEnvironmentProvider(ctx context.Context, req api.GetEnvironmentProviderRequestObject) (api.GetEnvironmentProviderResponseObject, error) {
-	v, etag, err := h.get(ctx, types.KindEnvironment, req.ProviderId)
+	v, etag, err := h.get(ctx, catalog.KindEnvironment, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (h *ProviderHandlers) UpdateEnvironmentProvider(ctx context.Context, req ap
 	if err != nil {
 		return nil, err
 	}
-	v, etag, err := h.update(ctx, types.KindEnvironment, in)
+	v, etag, err := h.update(ctx, catalog.KindEnvironment, in)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (h *ProviderHandlers) UpdateEnvironmentProvider(ctx context.Context, req ap
 
 // ListConnectorProviders lists the connector providers of the key's workspace.
 func (h *ProviderHandlers) ListConnectorProviders(ctx context.Context, req api.ListConnectorProvidersRequestObject) (api.ListConnectorProvidersResponseObject, error) {
-	page, err := h.list(ctx, types.KindConnector, req.Params.Limit, req.Params.Cursor)
+	page, err := h.list(ctx, catalog.KindConnector, req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (h *ProviderHandlers) CreateConnectorProvider(ctx context.Context, req api.
 	if err != nil {
 		return nil, err
 	}
-	v, etag, loc, err := h.create(ctx, types.KindConnector, in)
+	v, etag, loc, err := h.create(ctx, catalog.KindConnector, in)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (h *ProviderHandlers) CreateConnectorProvider(ctx context.Context, req api.
 
 // GetConnectorProvider reads a connector provider of the key's workspace.
 func (h *ProviderHandlers) GetConnectorProvider(ctx context.Context, req api.GetConnectorProviderRequestObject) (api.GetConnectorProviderResponseObject, error) {
-	v, etag, err := h.get(ctx, types.KindConnector, req.ProviderId)
+	v, etag, err := h.get(ctx, catalog.KindConnector, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func (h *ProviderHandlers) UpdateConnectorProvider(ctx context.Context, req api.
 	if err != nil {
 		return nil, err
 	}
-	v, etag, err := h.update(ctx, types.KindConnector, in)
+	v, etag, err := h.update(ctx, catalog.KindConnector, in)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (h *ProviderHandlers) UpdateConnectorProvider(ctx context.Context, req api.
 
 // ListMemoryProviders lists the memory providers of the key's workspace.
 func (h *ProviderHandlers) ListMemoryProviders(ctx context.Context, req api.ListMemoryProvidersRequestObject) (api.ListMemoryProvidersResponseObject, error) {
-	page, err := h.list(ctx, types.KindMemory, req.Params.Limit, req.Params.Cursor)
+	page, err := h.list(ctx, catalog.KindMemory, req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (h *ProviderHandlers) CreateMemoryProvider(ctx context.Context, req api.Cre
 	if err != nil {
 		return nil, err
 	}
-	v, etag, loc, err := h.create(ctx, types.KindMemory, in)
+	v, etag, loc, err := h.create(ctx, catalog.KindMemory, in)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func (h *ProviderHandlers) CreateMemoryProvider(ctx context.Context, req api.Cre
 
 // GetMemoryProvider reads a memory provider of the key's workspace.
 func (h *ProviderHandlers) GetMemoryProvider(ctx context.Context, req api.GetMemoryProviderRequestObject) (api.GetMemoryProviderResponseObject, error) {
-	v, etag, err := h.get(ctx, types.KindMemory, req.ProviderId)
+	v, etag, err := h.get(ctx, catalog.KindMemory, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (h *ProviderHandlers) UpdateMemoryProvider(ctx context.Context, req api.Upd
 	if err != nil {
 		return nil, err
 	}
-	v, etag, err := h.update(ctx, types.KindMemory, in)
+	v, etag, err := h.update(ctx, catalog.KindMemory, in)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (h *ProviderHandlers) UpdateMemoryProvider(ctx context.Context, req api.Upd
 
 // TestModelProvider sends the provider test of a model provider.
 func (h *ProviderHandlers) TestModelProvider(ctx context.Context, req api.TestModelProviderRequestObject) (api.TestModelProviderResponseObject, error) {
-	res, err := h.test(ctx, types.KindModel, req.ProviderId)
+	res, err := h.test(ctx, catalog.KindModel, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func (h *ProviderHandlers) TestModelProvider(ctx context.Context, req api.TestMo
 
 // TestWebProvider sends the provider test of a web provider.
 func (h *ProviderHandlers) TestWebProvider(ctx context.Context, req api.TestWebProviderRequestObject) (api.TestWebProviderResponseObject, error) {
-	res, err := h.test(ctx, types.KindWeb, req.ProviderId)
+	res, err := h.test(ctx, catalog.KindWeb, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,7 @@ func (h *ProviderHandlers) TestWebProvider(ctx context.Context, req api.TestWebP
 
 // TestEnvironmentProvider sends the provider test of a environment provider.
 func (h *ProviderHandlers) TestEnvironmentProvider(ctx context.Context, req api.TestEnvironmentProviderRequestObject) (api.TestEnvironmentProviderResponseObject, error) {
-	res, err := h.test(ctx, types.KindEnvironment, req.ProviderId)
+	res, err := h.test(ctx, catalog.KindEnvironment, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +270,7 @@ func (h *ProviderHandlers) TestEnvironmentProvider(ctx context.Context, req api.
 
 // TestConnectorProvider sends the provider test of a connector provider.
 func (h *ProviderHandlers) TestConnectorProvider(ctx context.Context, req api.TestConnectorProviderRequestObject) (api.TestConnectorProviderResponseObject, error) {
-	res, err := h.test(ctx, types.KindConnector, req.ProviderId)
+	res, err := h.test(ctx, catalog.KindConnector, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func (h *ProviderHandlers) TestConnectorProvider(ctx context.Context, req api.Te
 
 // TestMemoryProvider sends the provider test of a memory provider.
 func (h *ProviderHandlers) TestMemoryProvider(ctx context.Context, req api.TestMemoryProviderRequestObject) (api.TestMemoryProviderResponseObject, error) {
-	res, err := h.test(ctx, types.KindMemory, req.ProviderId)
+	res, err := h.test(ctx, catalog.KindMemory, req.ProviderId)
 	if err != nil {
 		return nil, err
 	}

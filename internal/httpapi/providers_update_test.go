@@ -18,8 +18,8 @@ import (
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/provider"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
 )
@@ -214,14 +214,14 @@ func TestProvidersSecretsBoundToTheirRow(t *testing.T) {
 	a := b.createModel(t)
 	other := b.createModel(t)
 
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	policy, err := endpoint.NewPolicy(config.EndpointPolicy{})
 	require.NoError(t, err)
 	svc := provider.NewService(b.h.App.Pool, b.h.App.Keyring, reg, policy, probe.New(policy, time.Second))
 	caller := &auth.Caller{PrincipalID: b.admin.PrincipalID, WorkspaceID: b.admin.WorkspaceID, OrganizationID: b.admin.OrganizationID, Role: auth.RoleAdmin}
 
-	s, err := svc.OpenSecrets(t.Context(), caller, types.KindModel, a.Id)
+	s, err := svc.OpenSecrets(t.Context(), caller, catalog.KindModel, a.Id)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"api_key": secretKey}, s.Credential)
 	require.Equal(t, map[string]string{"X-Team": "blue"}, s.ExtraHeaders)
@@ -229,7 +229,7 @@ func TestProvidersSecretsBoundToTheirRow(t *testing.T) {
 	// Move a's sealed credential onto the other row: it no longer opens.
 	_, err = b.h.App.Pool.Exec(t.Context(), `UPDATE provider SET credential = (SELECT credential FROM provider WHERE id = $1) WHERE id = $2`, a.Id, other.Id)
 	require.NoError(t, err)
-	_, err = svc.OpenSecrets(t.Context(), caller, types.KindModel, other.Id)
+	_, err = svc.OpenSecrets(t.Context(), caller, catalog.KindModel, other.Id)
 	require.ErrorIs(t, err, provider.ErrSecretUnreadable)
 	require.ErrorIs(t, err, keyring.ErrDecrypt)
 	require.NotContains(t, err.Error(), secretKey)
@@ -239,14 +239,14 @@ func TestProvidersSecretsBoundToTheirRow(t *testing.T) {
 		Credential: nullable.NewNullableWithValue(map[string]any{"api_key": secretKey})})
 	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
 	require.Equal(t, 2, resp.JSON200.Version)
-	s, err = svc.OpenSecrets(t.Context(), caller, types.KindModel, other.Id)
+	s, err = svc.OpenSecrets(t.Context(), caller, catalog.KindModel, other.Id)
 	require.NoError(t, err)
 	require.Equal(t, secretKey, s.Credential["api_key"])
 
 	// A viewer may not open secrets.
 	viewer := *caller
 	viewer.Role = auth.RoleViewer
-	_, err = svc.OpenSecrets(t.Context(), &viewer, types.KindModel, a.Id)
+	_, err = svc.OpenSecrets(t.Context(), &viewer, catalog.KindModel, a.Id)
 	e, ok := apperr.As(err)
 	require.True(t, ok, err)
 	require.Equal(t, apperr.KindPermissionDenied, e.Kind)

@@ -14,7 +14,7 @@ import (
 	"github.com/svcdev/svc/internal/apitest"
 	"github.com/svcdev/svc/internal/app"
 	"github.com/svcdev/svc/internal/checkpoint"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/stream"
@@ -65,7 +65,7 @@ func setupRunsOn(t *testing.T, h *apitest.Harness, wrap func(run.Publisher) run.
 		pub = wrap(pub)
 	}
 	pool := h.App.Pool
-	w := run.NewService(pool, agent.NewService(pool, h.App.Types, refs.None{}), skill.NewService(pool, refs.None{}), h.App.Types,
+	w := run.NewService(pool, agent.NewService(pool, h.App.Types, refcheck.None{}), skill.NewService(pool, refcheck.None{}), h.App.Types,
 		run.Options{MaxAttempts: 3, Publisher: pub})
 	return &runsBundle{agentsBundle: b, agentID: a["id"].(string), worker: w}
 }

@@ -10,18 +10,18 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/connection"
 	"github.com/svcdev/svc/internal/environment"
+	"github.com/svcdev/svc/internal/environment/template"
 	"github.com/svcdev/svc/internal/identity"
 	"github.com/svcdev/svc/internal/invitation"
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/ratelimit"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/stream"
 	"github.com/svcdev/svc/internal/subscription"
-	"github.com/svcdev/svc/internal/template"
 	"github.com/svcdev/svc/internal/webhook"
 )
 
@@ -35,8 +35,8 @@ type Services struct {
 	// Clients tells the client address invitation acceptances are counted
 	// against.
 	Clients *ratelimit.Clients
-	// Types is the registry of installed provider types.
-	Types *types.Registry
+	// Types is the registry of installed provider catalog.
+	Types *catalog.Registry
 
 	Identity      *identity.Service
 	Invitations   *invitation.Service

@@ -28,8 +28,8 @@ import (
 	"github.com/svcdev/svc/internal/apitest"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/stream"
@@ -403,12 +403,12 @@ func (p *svcProcess) setup(b *testing.B, threads int) *benchThreads {
 func (t *benchThreads) live(b *testing.B, rounds int) {
 	b.Helper()
 	ctx := context.Background()
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := run.NewService(t.p.pool, agent.NewService(t.p.pool, reg, refs.None{}), skill.NewService(t.p.pool, refs.None{}), reg,
+	w := run.NewService(t.p.pool, agent.NewService(t.p.pool, reg, refcheck.None{}), skill.NewService(t.p.pool, refcheck.None{}), reg,
 		run.Options{MaxAttempts: 3, Publisher: stream.NewPublisher(t.p.rdb, t.p.prefix, log)})
 	var leases []run.Lease
 	for {

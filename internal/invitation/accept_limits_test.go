@@ -11,7 +11,7 @@ import (
 
 	"github.com/svcdev/svc/gen/client"
 	"github.com/svcdev/svc/internal/config"
-	"github.com/svcdev/svc/internal/credential"
+	"github.com/svcdev/svc/internal/credexpiry"
 	"github.com/svcdev/svc/internal/invitation"
 	"github.com/svcdev/svc/internal/password"
 	"github.com/svcdev/svc/internal/testfactory"
@@ -177,7 +177,7 @@ func TestConfirmationLinkExpiresAndIsSwept(t *testing.T) {
 	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT count(*) FROM user_account WHERE email = 'late@example.com'`).Scan(&accounts))
 	require.Zero(t, accounts)
 
-	res, err := credential.Expire(t.Context(), b.h.App.Pool)
+	res, err := credexpiry.Expire(t.Context(), b.h.App.Pool)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.InvitationConfirmations)
 	status, _ = b.followLink(t, mails[0].Link)

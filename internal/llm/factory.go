@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 // ProviderSpec is a model provider as the engine holds it: its type, the model
@@ -19,7 +19,7 @@ import (
 type ProviderSpec struct {
 	// Type is the provider type's id (openai, anthropic, aws_bedrock...).
 	Type string
-	// API is the model API id (types.APIChatCompletions...); empty picks the
+	// API is the model API id (catalog.APIChatCompletions...); empty picks the
 	// type's first declared API.
 	API string
 	// Config is the provider's config object; members it leaves out take the
@@ -35,7 +35,7 @@ type ProviderSpec struct {
 	// request after the type's own; they cannot replace the auth header.
 	Headers map[string]string
 	// Registry is the process's provider type registry; nil builds one.
-	Registry *types.Registry
+	Registry *catalog.Registry
 }
 
 // ClaudeOAuthBeta is the anthropic-beta value a claude_subscription provider
@@ -51,12 +51,12 @@ func ForProvider(p ProviderSpec) (Model, error) {
 	reg := p.Registry
 	if reg == nil {
 		var err error
-		if reg, err = types.New(types.Options{}); err != nil {
+		if reg, err = catalog.New(catalog.Options{}); err != nil {
 			return nil, fmt.Errorf("llm: provider types: %w", err)
 		}
 	}
 	t, ok := reg.Lookup(p.Type)
-	if !ok || t.Kind != types.KindModel {
+	if !ok || t.Kind != catalog.KindModel {
 		return nil, fmt.Errorf("llm: %q is not a model provider type", p.Type)
 	}
 	api := p.API
@@ -94,7 +94,7 @@ type specValues struct {
 	headers    map[string]string
 }
 
-func newSpecValues(t types.Type, p ProviderSpec) (specValues, error) {
+func newSpecValues(t catalog.Type, p ProviderSpec) (specValues, error) {
 	cfg, err := decodeObject(p.Config)
 	if err != nil {
 		return specValues{}, fmt.Errorf("llm: provider config: %w", err)
@@ -168,7 +168,7 @@ func (s specValues) withHeaders(h map[string]string) map[string]string {
 type builder func(s specValues, api string) (Model, error)
 
 // builderFor returns the adapters of a model provider type. A type added to
-// internal/provider/types without a case here fails the factory's test.
+// internal/provider/catalog without a case here fails the factory's test.
 func builderFor(id string) (builder, bool) {
 	switch id {
 	case "openai":
@@ -220,7 +220,7 @@ func buildGemini(s specValues, _ string) (Model, error) {
 func buildOpenAI(s specValues, api string) (Model, error) {
 	ep := s.endpoint(s.cfg("base_url"))
 	ep.Headers = s.withHeaders(map[string]string{"OpenAI-Organization": s.cfg("organization"), "OpenAI-Project": s.cfg("project")})
-	if api == types.APIResponses {
+	if api == catalog.APIResponses {
 		return NewResponses(ep), nil
 	}
 	return NewChatCompletions(ep, ChatCompletionsOptions{MaxTokensParam: "max_completion_tokens"}), nil
@@ -234,7 +234,7 @@ func buildOpenAI(s specValues, api string) (Model, error) {
 func buildAzure(s specValues, api string) (Model, error) {
 	base := strings.TrimSuffix(s.cfg("endpoint"), "/") + "/openai"
 	var m Model
-	if api == types.APIResponses {
+	if api == catalog.APIResponses {
 		ep := s.endpoint(base + "/v1")
 		ep.AuthHeader = "api-key"
 		m = NewResponses(ep)

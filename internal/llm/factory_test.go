@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/svcdev/svc/internal/llm"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 // wantCall is what a provider's first request must look like.
@@ -49,17 +49,17 @@ var factoryCases = map[string]factoryCase{
 		credential: func(string) map[string]any {
 			return map[string]any{"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": testKey}
 		},
-		calls: map[string]wantCall{types.APIConverse: {path: "/model/m/converse-stream", absent: []string{"X-Amz-Security-Token"},
+		calls: map[string]wantCall{catalog.APIConverse: {path: "/model/m/converse-stream", absent: []string{"X-Amz-Security-Token"},
 			check: func(t *testing.T, r received) {
 				if !authRE.MatchString(r.header.Get("Authorization")) {
 					t.Errorf("Authorization = %q", r.header.Get("Authorization"))
 				}
 			}}},
 	},
-	"cohere": {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChat: bearer("/v2/chat")}},
+	"cohere": {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChat: bearer("/v2/chat")}},
 	"google_gemini": {
 		config: baseOnly, credential: key,
-		calls: map[string]wantCall{types.APIGenerateContent: {path: "/v1beta/models/m:streamGenerateContent", query: "alt=sse",
+		calls: map[string]wantCall{catalog.APIGenerateContent: {path: "/v1beta/models/m:streamGenerateContent", query: "alt=sse",
 			headers: map[string]string{"x-goog-api-key": testKey}, absent: []string{"Authorization"}}},
 	},
 	"google_vertex": {
@@ -71,9 +71,9 @@ var factoryCases = map[string]factoryCase{
 		},
 		redirect: true,
 		calls: map[string]wantCall{
-			types.APIGenerateContent: {path: "/v1/projects/my-project-1/locations/europe-west4/publishers/google/models/m:streamGenerateContent", query: "alt=sse",
+			catalog.APIGenerateContent: {path: "/v1/projects/my-project-1/locations/europe-west4/publishers/google/models/m:streamGenerateContent", query: "alt=sse",
 				headers: map[string]string{"Authorization": "Bearer " + vertexToken, "X-Test-Host": "europe-west4-aiplatform.googleapis.com"}},
-			types.APIMessages: {path: "/v1/projects/my-project-1/locations/europe-west4/publishers/anthropic/models/m:streamRawPredict",
+			catalog.APIMessages: {path: "/v1/projects/my-project-1/locations/europe-west4/publishers/anthropic/models/m:streamRawPredict",
 				headers: map[string]string{"Authorization": "Bearer " + vertexToken, "X-Test-Host": "europe-west4-aiplatform.googleapis.com"},
 				absent:  []string{"anthropic-version", "x-api-key"},
 				check: func(t *testing.T, r received) {
@@ -89,14 +89,14 @@ var factoryCases = map[string]factoryCase{
 		},
 		credential: key,
 		calls: map[string]wantCall{
-			types.APIChatCompletions: {path: "/v1/chat/completions", model: "m",
+			catalog.APIChatCompletions: {path: "/v1/chat/completions", model: "m",
 				headers: map[string]string{"Authorization": "Bearer " + testKey, "OpenAI-Organization": "org-1", "OpenAI-Project": "proj_1"},
 				check: func(t *testing.T, r received) {
 					if r.body["max_completion_tokens"] != 77.0 {
 						t.Errorf("max_completion_tokens = %v", r.body["max_completion_tokens"])
 					}
 				}},
-			types.APIResponses: {path: "/v1/responses", model: "m",
+			catalog.APIResponses: {path: "/v1/responses", model: "m",
 				headers: map[string]string{"Authorization": "Bearer " + testKey, "OpenAI-Organization": "org-1"}},
 		},
 	},
@@ -106,41 +106,41 @@ var factoryCases = map[string]factoryCase{
 		},
 		credential: key,
 		calls: map[string]wantCall{
-			types.APIChatCompletions: {path: "/openai/deployments/m/chat/completions", query: "api-version=2024-10-21",
+			catalog.APIChatCompletions: {path: "/openai/deployments/m/chat/completions", query: "api-version=2024-10-21",
 				headers: map[string]string{"api-key": testKey}, absent: []string{"Authorization"}, model: "m"},
-			types.APIResponses: {path: "/openai/v1/responses", headers: map[string]string{"api-key": testKey}, absent: []string{"Authorization"}, model: "m"},
+			catalog.APIResponses: {path: "/openai/v1/responses", headers: map[string]string{"api-key": testKey}, absent: []string{"Authorization"}, model: "m"},
 		},
 	},
 	"anthropic": {
 		config: baseOnly, credential: key,
-		calls: map[string]wantCall{types.APIMessages: {path: "/v1/messages", model: "m",
+		calls: map[string]wantCall{catalog.APIMessages: {path: "/v1/messages", model: "m",
 			headers: map[string]string{"x-api-key": testKey, "anthropic-version": llm.AnthropicVersion}, absent: []string{"Authorization"}}},
 	},
 	"claude_subscription": {
 		config: baseOnly, credential: func(string) map[string]any { return map[string]any{"oauth_token": testKey} },
-		calls: map[string]wantCall{types.APIMessages: {path: "/v1/messages", model: "m",
+		calls: map[string]wantCall{catalog.APIMessages: {path: "/v1/messages", model: "m",
 			headers: map[string]string{"Authorization": "Bearer " + testKey, "anthropic-beta": llm.ClaudeOAuthBeta}, absent: []string{"x-api-key"}}},
 	},
-	"openai_compatible": {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
-	"groq":              {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
-	"together":          {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
-	"fireworks":         {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
-	"deepseek":          {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
-	"xai":               {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
-	"mistral":           {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
-	"cerebras":          {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
-	"perplexity":        {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
-	"huggingface":       {config: baseOnly, credential: key, calls: map[string]wantCall{types.APIChatCompletions: bearer("/chat/completions")}},
+	"openai_compatible": {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
+	"groq":              {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
+	"together":          {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
+	"fireworks":         {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
+	"deepseek":          {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
+	"xai":               {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
+	"mistral":           {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
+	"cerebras":          {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
+	"perplexity":        {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
+	"huggingface":       {config: baseOnly, credential: key, calls: map[string]wantCall{catalog.APIChatCompletions: bearer("/chat/completions")}},
 	"ollama": {
 		config: baseOnly, credential: nil, // no key stored: no auth header
-		calls: map[string]wantCall{types.APIChatCompletions: {path: "/v1/chat/completions", model: "m", absent: []string{"Authorization"}}},
+		calls: map[string]wantCall{catalog.APIChatCompletions: {path: "/v1/chat/completions", model: "m", absent: []string{"Authorization"}}},
 	},
 	"openrouter": {
 		config: func(b string) map[string]any {
 			return map[string]any{"base_url": b, "site_url": "https://example.com", "app_name": "svc"}
 		},
 		credential: key,
-		calls: map[string]wantCall{types.APIChatCompletions: {path: "/chat/completions", model: "m",
+		calls: map[string]wantCall{catalog.APIChatCompletions: {path: "/chat/completions", model: "m",
 			headers: map[string]string{"Authorization": "Bearer " + testKey, "HTTP-Referer": "https://example.com", "X-Title": "svc"}}},
 	},
 	"portkey": {
@@ -150,7 +150,7 @@ var factoryCases = map[string]factoryCase{
 		credential: func(string) map[string]any {
 			return map[string]any{"api_key": testKey, "virtual_key": "vk-secret-1234"}
 		},
-		calls: map[string]wantCall{types.APIChatCompletions: {path: "/chat/completions", model: "m",
+		calls: map[string]wantCall{catalog.APIChatCompletions: {path: "/chat/completions", model: "m",
 			headers: map[string]string{"x-portkey-api-key": testKey, "x-portkey-virtual-key": "vk-secret-1234",
 				"x-portkey-config": "pc-abc", "x-portkey-provider": "@openai-prod"},
 			absent: []string{"Authorization"}}},
@@ -191,11 +191,11 @@ var protocols = []protocol{
 
 func TestForProviderEveryType(t *testing.T) {
 	t.Parallel()
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range reg.List(types.KindModel) {
+	for _, typ := range reg.List(catalog.KindModel) {
 		c, ok := factoryCases[typ.ID]
 		if !ok {
 			t.Errorf("model provider type %s has no factory case", typ.ID)
@@ -269,7 +269,7 @@ func TestForProviderRefusals(t *testing.T) {
 	}{
 		{"unknown type", llm.ProviderSpec{Type: "nope", HTTPClient: client}, "not a model provider type"},
 		{"web type", llm.ProviderSpec{Type: "tavily", HTTPClient: client}, "not a model provider type"},
-		{"API not declared", llm.ProviderSpec{Type: "groq", API: types.APIMessages, Credential: mustRaw(t, keyCred), HTTPClient: client}, "does not speak"},
+		{"API not declared", llm.ProviderSpec{Type: "groq", API: catalog.APIMessages, Credential: mustRaw(t, keyCred), HTTPClient: client}, "does not speak"},
 		{"missing credential", llm.ProviderSpec{Type: "groq", HTTPClient: client}, "needs a credential"},
 		{"no client", llm.ProviderSpec{Type: "groq", Credential: mustRaw(t, keyCred)}, "HTTP client"},
 		{"bad config", llm.ProviderSpec{Type: "openai_compatible", Config: json.RawMessage(`{}`), HTTPClient: client}, "config"},

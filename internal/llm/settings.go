@@ -7,7 +7,7 @@ import (
 )
 
 // settings are the members of Request.Settings the adapters understand: the
-// union of the settings schemas of internal/provider/types (apis.go). Each
+// union of the settings schemas of internal/provider/catalog (apis.go). Each
 // adapter reads the members its API declares and ignores the others.
 type settings struct {
 	Temperature          *float64 `json:"temperature"`

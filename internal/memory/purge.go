@@ -18,8 +18,8 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/outbox"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/secret"
 )
 
@@ -30,7 +30,7 @@ const maxPurgeAnswer = 64 << 10
 // memory's namespace, with every record in it, at the memory provider the
 // memory was on (docs/decisions/0024-namespace-purge-and-checkpoint-cleanup.md).
 //
-// The request is the vendor's namespace delete (types.Type.NamespaceDelete),
+// The request is the vendor's namespace delete (catalog.Type.NamespaceDelete),
 // built as the provider test builds its request (probe.VendorRequest: the
 // type's base URL, version headers and credential header) from the provider's
 // current config and opened credential, and sent through the endpoint policy
@@ -49,7 +49,7 @@ type Purger struct {
 	pool    *pgxpool.Pool
 	q       *db.Queries
 	ring    *keyring.Ring
-	reg     *types.Registry
+	reg     *catalog.Registry
 	client  *http.Client
 	timeout time.Duration
 }
@@ -60,7 +60,7 @@ var _ outbox.Deliverer = (*Purger)(nil)
 // from pool, opens their credentials with ring, looks their types up in reg,
 // and calls the vendors through policy, each call bounded by timeout
 // (providers.probe_timeout_seconds is the natural setting).
-func NewPurger(pool *pgxpool.Pool, ring *keyring.Ring, reg *types.Registry, policy *endpoint.Policy, timeout time.Duration) *Purger {
+func NewPurger(pool *pgxpool.Pool, ring *keyring.Ring, reg *catalog.Registry, policy *endpoint.Policy, timeout time.Duration) *Purger {
 	return &Purger{pool: pool, q: db.New(), ring: ring, reg: reg, client: policy.HTTPClient(timeout), timeout: timeout}
 }
 
@@ -108,7 +108,7 @@ func (p *Purger) target(ctx context.Context, workspaceID string, pl PurgePayload
 	case !dbx.IsNotFound(err):
 		return probe.Target{}, outbox.Failed(fmt.Errorf("read memory %s: %w", pl.MemoryID, err)), false
 	}
-	row, err := p.q.ProviderGet(ctx, p.pool, db.ProviderGetParams{WorkspaceID: workspaceID, Kind: string(types.KindMemory), ID: pl.ProviderID})
+	row, err := p.q.ProviderGet(ctx, p.pool, db.ProviderGetParams{WorkspaceID: workspaceID, Kind: string(catalog.KindMemory), ID: pl.ProviderID})
 	switch {
 	case dbx.IsNotFound(err):
 		return probe.Target{}, outbox.Permanent(fmt.Errorf(

@@ -22,9 +22,9 @@ import (
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/provider"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/probe/vendortest"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
 )
@@ -39,7 +39,7 @@ const purgeTimeout = 3 * time.Second
 type purgeBundle struct {
 	pool      *pgxpool.Pool
 	ring      *keyring.Ring
-	reg       *types.Registry
+	reg       *catalog.Registry
 	srv       *vendortest.Server
 	policy    *endpoint.Policy
 	providers *provider.Service
@@ -58,7 +58,7 @@ func setupPurge(t *testing.T, typ string) *purgeBundle {
 	require.NoError(t, keyring.Generate(path))
 	ring, err := keyring.Load(path)
 	require.NoError(t, err)
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	v, ok := vendortest.VendorFor(typ)
 	require.True(t, ok, typ)
@@ -67,7 +67,7 @@ func setupPurge(t *testing.T, typ string) *purgeBundle {
 	return &purgeBundle{
 		pool: pool, ring: ring, reg: reg, srv: srv, policy: policy,
 		providers: provider.NewService(pool, ring, reg, policy, probe.New(policy, purgeTimeout)),
-		memories:  memory.NewService(pool, reg),
+		memories:  memory.NewService(pool, reg, ring),
 		purger:    memory.NewPurger(pool, ring, reg, policy, purgeTimeout),
 		caller:    &auth.Caller{PrincipalID: admin.PrincipalID, WorkspaceID: admin.WorkspaceID, OrganizationID: admin.OrganizationID, Role: auth.RoleAdmin},
 	}
@@ -92,7 +92,7 @@ func loopbackPolicy(t *testing.T, serverURL string) *endpoint.Policy {
 // with key.
 func (b *purgeBundle) memoryProvider(t *testing.T, key string) provider.Provider {
 	t.Helper()
-	p, err := b.providers.Create(t.Context(), b.caller, types.KindMemory, provider.CreateInput{
+	p, err := b.providers.Create(t.Context(), b.caller, catalog.KindMemory, provider.CreateInput{
 		Type: b.srv.Vendor.Type, Name: "vectors " + id.New("x"), Config: b.srv.ProviderConfig(),
 		Credential: map[string]any{"api_key": key},
 	})
@@ -211,7 +211,7 @@ func TestPurgeOfADisabledProviderStillDeletes(t *testing.T) {
 	m := b.recordMemory(t, p)
 	d := b.deleteMemory(t, m)
 	etag, off := p.ETag(), false
-	_, err := b.providers.Update(t.Context(), b.caller, types.KindMemory, provider.UpdateInput{ID: p.ID, IfMatch: &etag, Enabled: &off})
+	_, err := b.providers.Update(t.Context(), b.caller, catalog.KindMemory, provider.UpdateInput{ID: p.ID, IfMatch: &etag, Enabled: &off})
 	require.NoError(t, err)
 
 	requireDelivered(t, b.purger.Deliver(t.Context(), d), http.StatusOK)
@@ -269,7 +269,7 @@ func TestPurgeWithARefusedCredentialIsRetried(t *testing.T) {
 
 	// The operator sets the right credential; the retry purges.
 	etag := p.ETag()
-	_, err := b.providers.Update(t.Context(), b.caller, types.KindMemory, provider.UpdateInput{
+	_, err := b.providers.Update(t.Context(), b.caller, catalog.KindMemory, provider.UpdateInput{
 		ID: p.ID, IfMatch: &etag, Credential: provider.Set(map[string]any{"api_key": vendorKey}),
 	})
 	require.NoError(t, err)
@@ -335,7 +335,7 @@ func TestPurgeRefusals(t *testing.T) {
 	d := b.deleteMemory(t, m)
 	pl := payloadOf(t, d)
 
-	model, err := b.providers.Create(t.Context(), b.caller, types.KindModel, provider.CreateInput{
+	model, err := b.providers.Create(t.Context(), b.caller, catalog.KindModel, provider.CreateInput{
 		Type: "openai_compatible", Name: "models", Config: map[string]any{"base_url": b.srv.URL + "/v1"},
 	})
 	require.NoError(t, err)
@@ -388,7 +388,7 @@ func TestPurgeRefusals(t *testing.T) {
 func TestPurgeGoesThroughTheEndpointPolicy(t *testing.T) {
 	t.Parallel()
 	b := setupPurge(t, "turbopuffer")
-	p, err := b.providers.Create(t.Context(), b.caller, types.KindMemory, provider.CreateInput{
+	p, err := b.providers.Create(t.Context(), b.caller, catalog.KindMemory, provider.CreateInput{
 		Type: "turbopuffer", Name: "regional", Config: map[string]any{"region": "aws-eu-central-1"},
 		Credential: map[string]any{"api_key": vendorKey},
 	})

@@ -14,9 +14,10 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/outbox"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/resource"
 )
 
@@ -25,13 +26,15 @@ import (
 type Service struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
-	reg  *types.Registry
+	reg  *catalog.Registry
+	ring *keyring.Ring
 }
 
 // NewService returns a service over pool; reg is the installed provider types
-// (a record memory's provider must have an installed memory type).
-func NewService(pool *pgxpool.Pool, reg *types.Registry) *Service {
-	return &Service{pool: pool, q: db.New(), reg: reg}
+// (a record memory's provider must have an installed memory type), and runs
+// open their record memories' providers' credentials with ring.
+func NewService(pool *pgxpool.Pool, reg *catalog.Registry, ring *keyring.Ring) *Service {
+	return &Service{pool: pool, q: db.New(), reg: reg, ring: ring}
 }
 
 // Create creates a memory in the caller's workspace. A record memory's
@@ -68,7 +71,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (M
 		}
 		fields := []string{"description", "kind", "name"}
 		if in.Kind == KindRecord {
-			if _, err := provider.ForUse(ctx, tx, s.reg, c.WorkspaceID, *in.ProviderID, types.KindMemory, fieldProvider); err != nil {
+			if _, err := provider.ForUse(ctx, tx, s.reg, c.WorkspaceID, *in.ProviderID, catalog.KindMemory, fieldProvider); err != nil {
 				return Memory{}, err
 			}
 			ns := namespaceFor(memID)

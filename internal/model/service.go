@@ -14,8 +14,9 @@ import (
 	"github.com/svcdev/svc/internal/audit"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
+	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/resource"
 )
 
@@ -24,13 +25,15 @@ import (
 type Service struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
-	reg  *types.Registry
+	reg  *catalog.Registry
+	ring *keyring.Ring
 }
 
 // NewService returns a service over pool that validates apis and settings
-// against the provider types of reg.
-func NewService(pool *pgxpool.Pool, reg *types.Registry) *Service {
-	return &Service{pool: pool, q: db.New(), reg: reg}
+// against the provider types of reg; runs open their models' providers'
+// secrets with ring.
+func NewService(pool *pgxpool.Pool, reg *catalog.Registry, ring *keyring.Ring) *Service {
+	return &Service{pool: pool, q: db.New(), reg: reg, ring: ring}
 }
 
 // Create creates a model in the caller's workspace. The provider is locked FOR
@@ -205,12 +208,12 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, c *auth.Caller, row
 // provider locks the model provider providerID of the caller's workspace FOR
 // SHARE and returns its type (provider.Lookup, naming provider_id); a disabled
 // one is 409 disabled when newUse.
-func (s *Service) provider(ctx context.Context, tx pgx.Tx, c *auth.Caller, providerID string, newUse bool) (types.Type, error) {
-	return provider.Lookup(ctx, tx, s.reg, c.WorkspaceID, providerID, types.KindModel, "provider_id", newUse)
+func (s *Service) provider(ctx context.Context, tx pgx.Tx, c *auth.Caller, providerID string, newUse bool) (catalog.Type, error) {
+	return provider.Lookup(ctx, tx, s.reg, c.WorkspaceID, providerID, catalog.KindModel, "provider_id", newUse)
 }
 
 // validateAPI checks that the type speaks api and that settings fit its schema.
-func validateAPI(t types.Type, api string, settings map[string]any) error {
+func validateAPI(t catalog.Type, api string, settings map[string]any) error {
 	a, ok := t.API(api)
 	if !ok {
 		ids := make([]string, 0, len(t.APIs))

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/secret"
 )
 
@@ -153,7 +153,7 @@ func ValidateName(name string) error {
 // the top-level properties its configuration schema declares with
 // `format: uri` (every URL-valued member of every type is declared so; see
 // docs/decisions/0011), sorted.
-func endpointFields(t types.Type) []string {
+func endpointFields(t catalog.Type) []string {
 	props, _ := t.Config.Document()["properties"].(map[string]any)
 	var out []string
 	for name, p := range props {
@@ -172,7 +172,7 @@ func endpointFields(t types.Type) []string {
 // public endpoints, and every call is checked again when it is dialled. A
 // container-engine address is checked with the credential the provider will
 // hold (cred), which decides whether it is called over TLS.
-func (s *Service) validateConfig(ctx context.Context, t types.Type, cfg, cred map[string]any) error {
+func (s *Service) validateConfig(ctx context.Context, t catalog.Type, cfg, cred map[string]any) error {
 	if err := t.ValidateConfig(cfg); err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (s *Service) validateConfig(ctx context.Context, t types.Type, cfg, cred ma
 
 // checkEngine checks the container-engine address of an engine type, given or
 // defaulted, against the endpoint policy.
-func (s *Service) checkEngine(ctx context.Context, t types.Type, cfg, cred map[string]any) error {
+func (s *Service) checkEngine(ctx context.Context, t catalog.Type, cfg, cred map[string]any) error {
 	if t.Engine == "" {
 		return nil
 	}

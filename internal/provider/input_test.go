@@ -7,12 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/internal/apperr"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 func TestEndpointFieldsFindEveryURLMember(t *testing.T) {
 	t.Parallel()
-	reg, err := types.New(types.Options{LocalEnabled: true})
+	reg, err := catalog.New(catalog.Options{LocalEnabled: true})
 	require.NoError(t, err)
 	want := map[string][]string{
 		"openai": {"base_url"}, "azure_openai": {"endpoint"}, "aws_bedrock": {"endpoint"},

@@ -17,8 +17,8 @@ import (
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
-	"github.com/svcdev/svc/internal/provider/types"
 	"github.com/svcdev/svc/internal/resource"
 	"github.com/svcdev/svc/internal/secret"
 )
@@ -35,7 +35,7 @@ type Service struct {
 	pool   *pgxpool.Pool
 	q      *db.Queries
 	ring   *keyring.Ring
-	reg    *types.Registry
+	reg    *catalog.Registry
 	policy *endpoint.Policy
 	prober *probe.Prober
 	// endpoints lists the URL members of each type's config, by type id.
@@ -61,9 +61,9 @@ func (s *Service) SetConfigCheck(typeID string, check ConfigCheck) {
 
 // NewService returns a service over pool that validates against reg and policy,
 // seals with ring and tests providers with prober.
-func NewService(pool *pgxpool.Pool, ring *keyring.Ring, reg *types.Registry, policy *endpoint.Policy, prober *probe.Prober) *Service {
+func NewService(pool *pgxpool.Pool, ring *keyring.Ring, reg *catalog.Registry, policy *endpoint.Policy, prober *probe.Prober) *Service {
 	s := &Service{pool: pool, q: db.New(), ring: ring, reg: reg, policy: policy, prober: prober, endpoints: map[string][]string{}}
-	for _, k := range types.Kinds {
+	for _, k := range catalog.Kinds {
 		for _, t := range reg.List(k) {
 			s.endpoints[t.ID] = endpointFields(t)
 		}
@@ -72,7 +72,7 @@ func NewService(pool *pgxpool.Pool, ring *keyring.Ring, reg *types.Registry, pol
 }
 
 // Create creates a provider of kind k in the caller's workspace.
-func (s *Service) Create(ctx context.Context, c *auth.Caller, k types.Kind, in CreateInput) (Provider, error) {
+func (s *Service) Create(ctx context.Context, c *auth.Caller, k catalog.Kind, in CreateInput) (Provider, error) {
 	if err := auth.Require(c, auth.PermWrite); err != nil {
 		return Provider{}, err
 	}
@@ -97,7 +97,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, k types.Kind, in C
 		return Provider{}, apperr.InvalidField("credential", fmt.Sprintf("is required by the %s type", t.ID))
 	}
 	if in.ExtraHeaders != nil {
-		if k != types.KindModel {
+		if k != catalog.KindModel {
 			return Provider{}, apperr.InvalidField("extra_headers", "only model providers take extra headers")
 		}
 		if err := validateExtraHeaders(in.ExtraHeaders); err != nil {
@@ -134,7 +134,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, k types.Kind, in C
 }
 
 // List lists the providers of kind k in the caller's workspace, newest first.
-func (s *Service) List(ctx context.Context, c *auth.Caller, k types.Kind, limit *int, cursor *string) (Page, error) {
+func (s *Service) List(ctx context.Context, c *auth.Caller, k catalog.Kind, limit *int, cursor *string) (Page, error) {
 	if err := auth.Require(c, auth.PermRead); err != nil {
 		return Page{}, err
 	}
@@ -152,7 +152,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, k types.Kind, limit 
 
 // Get reads a provider of kind k in the caller's workspace; an id of another
 // workspace or kind is not found.
-func (s *Service) Get(ctx context.Context, c *auth.Caller, k types.Kind, providerID string) (Provider, error) {
+func (s *Service) Get(ctx context.Context, c *auth.Caller, k catalog.Kind, providerID string) (Provider, error) {
 	if err := auth.Require(c, auth.PermRead); err != nil {
 		return Provider{}, err
 	}
@@ -173,7 +173,7 @@ type Secrets struct {
 // OpenSecrets opens the stored secrets of a provider of kind k in the caller's
 // workspace. A secret that cannot be opened fails with an error wrapping
 // ErrSecretUnreadable and the key ring's reason; it never yields garbage.
-func (s *Service) OpenSecrets(ctx context.Context, c *auth.Caller, k types.Kind, providerID string) (Secrets, error) {
+func (s *Service) OpenSecrets(ctx context.Context, c *auth.Caller, k catalog.Kind, providerID string) (Secrets, error) {
 	if err := auth.Require(c, auth.PermRun); err != nil {
 		return Secrets{}, err
 	}

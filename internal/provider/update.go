@@ -13,7 +13,7 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/resource"
 	"github.com/svcdev/svc/internal/secret"
 )
@@ -23,7 +23,7 @@ import (
 // FOR NO KEY UPDATE in one transaction, so of two writers holding the same ETag
 // exactly one wins. A change to nothing keeps the version and records no audit
 // event; a resent secret counts as unchanged when it equals the stored one.
-func (s *Service) Update(ctx context.Context, c *auth.Caller, k types.Kind, in UpdateInput) (Provider, error) {
+func (s *Service) Update(ctx context.Context, c *auth.Caller, k catalog.Kind, in UpdateInput) (Provider, error) {
 	if err := auth.Require(c, auth.PermWrite); err != nil {
 		return Provider{}, err
 	}
@@ -100,13 +100,13 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, k types.Kind, in U
 }
 
 // validateUpdate checks the members given against the provider's type.
-func (s *Service) validateUpdate(ctx context.Context, k types.Kind, row db.Provider, in UpdateInput) error {
+func (s *Service) validateUpdate(ctx context.Context, k catalog.Kind, row db.Provider, in UpdateInput) error {
 	if in.Name != nil {
 		if err := ValidateName(*in.Name); err != nil {
 			return err
 		}
 	}
-	if in.ExtraHeaders.Present && k != types.KindModel {
+	if in.ExtraHeaders.Present && k != catalog.KindModel {
 		return apperr.InvalidField("extra_headers", "only model providers take extra headers")
 	}
 	if in.ExtraHeaders.Value != nil {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/svcdev/svc/gen/db"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/resource"
 )
 
@@ -23,7 +23,7 @@ import (
 type Provider struct {
 	ID                   string
 	WorkspaceID          string
-	Kind                 types.Kind
+	Kind                 catalog.Kind
 	Type                 string
 	Name                 string
 	Config               map[string]any
@@ -48,11 +48,11 @@ func providerOf(r db.Provider) (Provider, error) {
 		return Provider{}, fmt.Errorf("provider %s: stored config: %w", r.ID, err)
 	}
 	p := Provider{
-		ID: r.ID, WorkspaceID: r.WorkspaceID, Kind: types.Kind(r.Kind), Type: r.Type, Name: r.Name,
+		ID: r.ID, WorkspaceID: r.WorkspaceID, Kind: catalog.Kind(r.Kind), Type: r.Type, Name: r.Name,
 		Config: cfg, CredentialConfigured: r.Credential != nil, Enabled: r.Enabled, Version: r.Version,
 		CreatedByID: r.CreatedByID, UpdatedByID: r.UpdatedByID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
-	if p.Kind == types.KindModel {
+	if p.Kind == catalog.KindModel {
 		p.ExtraHeaderNames = slices.Sorted(slices.Values(r.ExtraHeaderNames))
 	}
 	return p, nil

@@ -17,7 +17,7 @@ import (
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/labels"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/resource"
 )
 
@@ -350,7 +350,7 @@ func encodeLabels(m map[string]string) ([]byte, error) {
 // that held the reference; other errors are translated.
 func refNotFound(err error, field, reason string) error {
 	if dbx.IsNotFound(err) {
-		return refs.NotFound(field, reason)
+		return refcheck.NotFound(field, reason)
 	}
 	return dbx.Translate(err, "")
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
@@ -191,7 +191,7 @@ func TestService(t *testing.T) {
 	t.Run("CreateRefusesWithoutWritingAnything", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		errRef := refs.NotFound("config.ref", "no such thing")
+		errRef := refcheck.NotFound("config.ref", "no such thing")
 		errSlow := apperr.New(apperr.KindConflict, "the package is broken")
 		for _, tc := range []struct {
 			name        string
@@ -304,7 +304,7 @@ func TestService(t *testing.T) {
 		_, err = b.svc.Publish(t.Context(), b.viewer, revision.PublishInput{HeadID: h.ID, Config: json.RawMessage(`{"text":"two"}`)})
 		requireRefused(t, err, apperr.KindPermissionDenied, "")
 
-		b.content.set(refs.Disabled("config.ref", "it is disabled"), nil)
+		b.content.set(refcheck.Disabled("config.ref", "it is disabled"), nil)
 		_, err = b.svc.Publish(t.Context(), b.editor, revision.PublishInput{HeadID: h.ID, Config: json.RawMessage(`{"text":"two"}`)})
 		requireRefused(t, err, apperr.KindDisabled, "config.ref")
 		b.content.set(nil, nil)

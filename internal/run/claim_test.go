@@ -12,8 +12,8 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/id"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
@@ -34,9 +34,9 @@ func (b *bundle) addWorkspace(t *testing.T) tenant {
 	c := *b.caller
 	c.WorkspaceID = testfactory.Workspace(t, b.pool, c.OrganizationID, c.PrincipalID, nil).ID
 	testfactory.Model(t, b.pool, testfactory.OwnerOf(&c), &testfactory.ModelOpts{Provider: &testfactory.ProviderOpts{Type: "openai"}})
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	head, err := agent.NewService(b.pool, reg, refs.None{}).Create(ctx, &c, revision.CreateInput{Name: "helper", Config: json.RawMessage(`{"model":"main"}`)})
+	head, err := agent.NewService(b.pool, reg, refcheck.None{}).Create(ctx, &c, revision.CreateInput{Name: "helper", Config: json.RawMessage(`{"model":"main"}`)})
 	require.NoError(t, err)
 	return tenant{caller: &c, agentID: head.ID}
 }
@@ -44,10 +44,10 @@ func (b *bundle) addWorkspace(t *testing.T) tenant {
 // withOptions is b's service built again with opts.
 func (b *bundle) withOptions(t *testing.T, opts run.Options) *run.Service {
 	t.Helper()
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	opts.MaxAttempts = 3
-	return run.NewService(b.pool, agent.NewService(b.pool, reg, refs.None{}), skill.NewService(b.pool, refs.None{}), reg, opts)
+	return run.NewService(b.pool, agent.NewService(b.pool, reg, refcheck.None{}), skill.NewService(b.pool, refcheck.None{}), reg, opts)
 }
 
 func startRuns(t *testing.T, svc *run.Service, tn tenant, n int) []string {

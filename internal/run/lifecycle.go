@@ -13,8 +13,8 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
-	"github.com/svcdev/svc/internal/provider"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/model"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/webhook"
 )
@@ -25,7 +25,7 @@ type lifecycle struct {
 	q           *db.Queries
 	agents      *agent.Service
 	skills      *skill.Service
-	reg         *types.Registry
+	reg         *catalog.Registry
 	maxAttempts int32
 }
 
@@ -66,7 +66,7 @@ func (l *lifecycle) startRun(ctx context.Context, tx pgx.Tx, th db.Thread, in db
 		return db.Run{}, err
 	}
 	cfg := rev.Config
-	if err := l.modelUsable(ctx, tx, th.WorkspaceID, cfg.Model); err != nil {
+	if err := model.RequireUsable(ctx, tx, l.reg, th.WorkspaceID, cfg.Model); err != nil {
 		return db.Run{}, err
 	}
 	skills := make([]SkillRevision, 0, len(cfg.Skills))
@@ -115,25 +115,6 @@ func (l *lifecycle) startRun(ctx context.Context, tx pgx.Tx, th db.Thread, in db
 		return db.Run{}, fmt.Errorf("wake workers: %w", err)
 	}
 	return r, nil
-}
-
-// modelUsable checks that model key of the workspace exists and that it and
-// its provider are enabled: a run that would use a disabled one is refused
-// (409 disabled), naming the model.
-func (l *lifecycle) modelUsable(ctx context.Context, tx pgx.Tx, workspaceID, key string) error {
-	m, err := l.q.ModelGet(ctx, tx, db.ModelGetParams{WorkspaceID: workspaceID, Key: key})
-	if err != nil {
-		if dbx.IsNotFound(err) {
-			return apperr.NotFoundField("model not found", "model", fmt.Sprintf("the agent's model %q does not exist in the workspace", key))
-		}
-		return dbx.Translate(err, "model")
-	}
-	if !m.Enabled {
-		return &apperr.Error{Kind: apperr.KindDisabled, Msg: "the model is disabled",
-			Details: []apperr.Detail{{Field: "model", Reason: fmt.Sprintf("model %q is disabled", key)}}}
-	}
-	_, err = provider.ForUse(ctx, tx, l.reg, workspaceID, m.ProviderID, types.KindModel, "model.provider_id")
-	return err
 }
 
 // finishRun ends run r (locked in tx) with status, charging the attempt that

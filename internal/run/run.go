@@ -50,6 +50,12 @@ type Failure struct {
 	Message string `json:"message"`
 }
 
+// Error makes a *Failure an error that fails the run rather than its
+// attempt: the worker's executor and the toolsets return one when the run's
+// own configuration cannot run (its model disabled, its web provider gone),
+// and the attempt's end records it as the run's error.
+func (f *Failure) Error() string { return f.Code + ": " + f.Message }
+
 // Usage is what a run consumed.
 type Usage struct {
 	InputTokens  int64 `json:"input_tokens"`

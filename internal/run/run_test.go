@@ -14,8 +14,8 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/checkpoint"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
@@ -49,10 +49,10 @@ func setup(t testing.TB, maxAttempts int) *bundle {
 	admin := testfactory.Bootstrap(t, pool)
 	ctx := t.Context()
 	testfactory.Model(t, pool, admin.Owner(), &testfactory.ModelOpts{Provider: &testfactory.ProviderOpts{Type: "openai"}})
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	agents := agent.NewService(pool, reg, refs.None{})
-	skills := skill.NewService(pool, refs.None{})
+	agents := agent.NewService(pool, reg, refcheck.None{})
+	skills := skill.NewService(pool, refcheck.None{})
 	caller := &auth.Caller{PrincipalID: admin.PrincipalID, OrganizationID: admin.OrganizationID, WorkspaceID: admin.WorkspaceID, Role: auth.RoleAdmin}
 	head, err := agents.Create(ctx, caller, revision.CreateInput{Name: "helper", Config: json.RawMessage(`{"model":"main"}`)})
 	require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/resource"
 	"github.com/svcdev/svc/internal/skill"
 )
@@ -70,7 +70,7 @@ type Service struct {
 }
 
 // NewService returns the thread and run service over pool.
-func NewService(pool *pgxpool.Pool, agents *agent.Service, skills *skill.Service, reg *types.Registry, opts Options) *Service {
+func NewService(pool *pgxpool.Pool, agents *agent.Service, skills *skill.Service, reg *catalog.Registry, opts Options) *Service {
 	var pub Publisher = nopPublisher{}
 	if opts.Publisher != nil {
 		pub = &asyncPublisher{inner: opts.Publisher}

@@ -199,6 +199,14 @@ func (d *SubagentResults) Deliver(ctx context.Context, c outbox.Claimed) outbox.
 		return outbox.Permanent(fmt.Errorf("subagent_result %s: malformed payload", c.ID))
 	}
 	err := dbx.WithTx(ctx, d.pool, func(ctx context.Context, tx pgx.Tx) error {
+		// The parent is locked first, so the results of its calls are
+		// recorded one at a time and the last one's wake check sees all the
+		// others (two checks side by side would each miss the other's result
+		// and leave the parent waiting for ever); a Suspend in progress is
+		// waited for, and its waiting calls seen.
+		if _, err := d.q.RunLock(ctx, tx, db.RunLockParams{WorkspaceID: c.WorkspaceID, ID: p.ParentRunID}); err != nil {
+			return err
+		}
 		child := p.ChildRunID
 		if err := d.q.CallResultInsert(ctx, tx, db.CallResultInsertParams{RunID: p.ParentRunID, CallID: p.CallID,
 			ChildRunID: &child, Content: p.Content, IsError: p.Status != StatusSucceeded}); err != nil {

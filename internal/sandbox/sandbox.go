@@ -1,8 +1,10 @@
 // Package sandbox is the contract between runs and environment types: a
 // Driver makes, reopens, stops and destroys the instances of one environment
-// type (local, docker, the hosted sandboxes), and an Instance runs commands
-// and reads and writes files in one of them. The environment tools and the
-// environment sweeps use only these interfaces, so every type behaves alike.
+// type, and an Instance runs commands and reads and writes files in one of
+// them. The drivers are the packages under this one: sandbox/local,
+// sandbox/docker and sandbox/hosted (e2b, daytona, runloop, fly_machines,
+// kubernetes, modal). The environment tools and the environment sweeps use
+// only these interfaces, so every type behaves alike.
 //
 // Paths are relative to the instance's working directory ("" or "." is the
 // directory itself); a path that leaves it is refused with ErrPath.

@@ -21,7 +21,7 @@ import (
 
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 )
 
@@ -56,11 +56,11 @@ type Service struct {
 }
 
 // NewService returns the skill service over pool; packages are checked by ext.
-func NewService(pool *pgxpool.Pool, ext refs.External) *Service {
+func NewService(pool *pgxpool.Pool, ext refcheck.External) *Service {
 	return &Service{Service: revision.NewService[Config](pool, revision.KindSkill, content{ext: ext})}
 }
 
-type content struct{ ext refs.External }
+type content struct{ ext refcheck.External }
 
 // Normalize implements revision.Content.
 func (content) Normalize(raw json.RawMessage) (Config, error) { return Normalize(raw) }

@@ -1,7 +1,8 @@
 // Package tool defines what the agent loop calls: a Tool is one function the
 // model may ask for, with its definition (name, description, JSON Schema of
-// its arguments) and the code that serves a call. Toolsets (web, environment,
-// memories, connections, subagents) build Tools; the loop offers their
+// its arguments) and the code that serves a call. Toolsets build a run's
+// Tools from its RunContext; each is a package under this one (web,
+// environment, memory, connection, subagent). The loop offers their
 // definitions to the model and routes each tool call to Call by name.
 package tool
 

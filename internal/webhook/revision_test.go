@@ -9,8 +9,8 @@ import (
 
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/auth"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/testfactory"
@@ -27,9 +27,9 @@ func TestRevisionPublishedEmits(t *testing.T) {
 	testfactory.Model(t, b.pool, b.admin.Owner(), &testfactory.ModelOpts{API: "responses", Provider: &testfactory.ProviderOpts{Type: "openai"}})
 	sub, _ := b.subscribe(t, nil, hook, webhook.AgentRevisionPublished)
 	b.subscribe(t, nil, hook+"/skills", webhook.SkillRevisionPublished)
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	agents := agent.NewService(b.pool, reg, refs.None{})
+	agents := agent.NewService(b.pool, reg, refcheck.None{})
 	editor := &auth.Caller{PrincipalID: b.admin.PrincipalID, OrganizationID: b.admin.OrganizationID, WorkspaceID: b.admin.WorkspaceID, Role: auth.RoleEditor}
 
 	head, err := agents.Create(ctx, editor, revision.CreateInput{Name: "triage", Config: json.RawMessage(`{"model":"main"}`)})
@@ -73,7 +73,7 @@ func TestRevisionPublishedEmits(t *testing.T) {
 	require.True(t, at.Equal(p.Revision.CreatedAt), "the revision's creation time")
 
 	// Skills emit skill.revision_published, to their own subscribers.
-	skills := skill.NewService(b.pool, refs.None{})
+	skills := skill.NewService(b.pool, refcheck.None{})
 	sk, err := skills.Create(ctx, editor, revision.CreateInput{Name: "summarize", Config: json.RawMessage(`{"instructions":"Summarize."}`)})
 	require.NoError(t, err)
 	ids = b.deliveryIDs(t, b.admin.WorkspaceID)

@@ -124,9 +124,9 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 	case errors.As(err, &rl):
 		serr = a.w.runs.HandOff(ctx, l, rl.Delay, step, "the model's vendor asked to retry later: "+rl.Err.Error())
 	case err != nil:
-		var f *failure
-		if errors.As(err, &f) {
-			serr = a.w.runs.Finish(ctx, l, run.StatusFailed, &run.Failure{Code: f.code, Message: f.msg}, usage, step)
+		if f, ok := errors.AsType[*run.Failure](err); ok {
+			// The run's own configuration cannot run (a disabled model, say).
+			serr = a.w.runs.Finish(ctx, l, run.StatusFailed, f, usage, step)
 			break
 		}
 		if cause != nil && errors.Is(err, context.Canceled) {
@@ -155,13 +155,3 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 // internalFailure is what a run's tenant reads of an attempt that failed
 // for a reason of svc's own; the log has the cause under the run's id.
 const internalFailure = "an internal error ended the attempt (its cause is logged with the run's id)"
-
-// failure is an error that fails the run rather than the attempt: the
-// run's own configuration cannot run (a disabled model, say).
-type failure struct {
-	code, msg string
-}
-
-func (f *failure) Error() string { return f.code + ": " + f.msg }
-
-func failRun(code, msg string) error { return &failure{code: code, msg: msg} }

@@ -37,8 +37,8 @@ import (
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/objectstore/objectstoretest"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	types "github.com/svcdev/svc/internal/provider/catalog"
+	refs "github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
@@ -46,6 +46,7 @@ import (
 	"github.com/svcdev/svc/internal/sweep"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
+	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -156,8 +157,8 @@ func (e *benchEnv) executor(wrap func(http.RoundTripper) http.RoundTripper) *wor
 		c.Transport = wrap(base)
 		client = &c
 	}
-	return worker.NewExecutor(worker.ExecutorDeps{Pool: e.pool, Runs: e.runs, Keyring: e.ring, Objects: e.store, Types: e.reg,
-		HTTPClient: client, Toolsets: []worker.Toolset{lookupTool(&atomic.Int32{})}, Log: e.log})
+	return worker.NewExecutor(readers(worker.ExecutorDeps{Runs: e.runs, Objects: e.store,
+		HTTPClient: client, Toolsets: []tool.Toolset{lookupTool(&atomic.Int32{})}, Log: e.log}, e.pool, e.reg, e.ring))
 }
 
 // worker returns a worker with the application's settings but slots; the

@@ -24,9 +24,10 @@ import (
 	"github.com/svcdev/svc/internal/objectstore"
 	"github.com/svcdev/svc/internal/objectstore/objectstoretest"
 	"github.com/svcdev/svc/internal/outbox"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -127,7 +128,7 @@ func newOrphanEnv(t *testing.T, store objectstore.Store, list listing, script []
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The sweep's deletion of an expired attempt's checkpoints waits a
 	// lease (a second here) for a worker that may still be writing.
-	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refs.None{}), skill.NewService(b.pool, refs.None{}), b.reg,
+	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refcheck.None{}), skill.NewService(b.pool, refcheck.None{}), b.reg,
 		run.Options{MaxAttempts: 3, Lease: time.Second})
 	engine := outbox.NewEngine(b.pool, config.Default().Outbox, "test", log, nil)
 	engine.Register(outbox.KindCheckpointCleanup, checkpoint.NewCleaner(store))
@@ -146,8 +147,8 @@ func newOrphanEnv(t *testing.T, store objectstore.Store, list listing, script []
 
 // startWorker runs worker name over objects until the test ends.
 func (e *orphanEnv) startWorker(t *testing.T, name string, objects objectstore.Store) {
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: e.pool, Runs: e.runs, Keyring: e.ring, Objects: objects, Types: e.reg,
-		HTTPClient: e.policy.HTTPClient(0), Toolsets: []worker.Toolset{lookupTool(e.calls)}, Log: e.log})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: e.runs, Objects: objects,
+		HTTPClient: e.policy.HTTPClient(0), Toolsets: []tool.Toolset{lookupTool(e.calls)}, Log: e.log}, e.pool, e.reg, e.ring))
 	w := worker.New(e.pool, e.runs, exec, worker.Options{ID: name, Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond}, e.log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

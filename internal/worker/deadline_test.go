@@ -14,7 +14,7 @@ import (
 	"github.com/svcdev/svc/internal/agentloop"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/tool"
@@ -53,7 +53,7 @@ func TestTimeLimitByDatabaseClock(t *testing.T) {
 			t.Parallel()
 			b := setup(t, tc.script, 3)
 			ctx := t.Context()
-			agents := agent.NewService(b.pool, b.reg, refs.None{})
+			agents := agent.NewService(b.pool, b.reg, refcheck.None{})
 			head, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "timed", Config: json.RawMessage(
 				fmt.Sprintf(`{"model":"main","limits":{"timeout_seconds":%d}}`, tc.timeout))})
 			require.NoError(t, err)
@@ -96,12 +96,12 @@ func TestTimeLimitEndsALongToolCall(t *testing.T) {
 	}
 	b := setup(t, script, 3)
 	ctx := t.Context()
-	agents := agent.NewService(b.pool, b.reg, refs.None{})
+	agents := agent.NewService(b.pool, b.reg, refcheck.None{})
 	head, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "timed", Config: json.RawMessage(
 		`{"model":"main","limits":{"timeout_seconds":2}}`)})
 	require.NoError(t, err)
 	cancelled := make(chan struct{}, 1)
-	waitTool := func(context.Context, worker.RunContext) ([]tool.Tool, error) {
+	waitTool := func(context.Context, tool.RunContext) ([]tool.Tool, error) {
 		return []tool.Tool{{
 			Def: llm.Tool{Name: "wait", Description: "Waits.", Parameters: json.RawMessage(`{"type":"object"}`)},
 			Call: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
@@ -115,7 +115,7 @@ func TestTimeLimitEndsALongToolCall(t *testing.T) {
 			},
 		}}, nil
 	}
-	b.runWorker(t, worker.ExecutorDeps{Objects: b.store, Toolsets: []worker.Toolset{waitTool}})
+	b.runWorker(t, worker.ExecutorDeps{Objects: b.store, Toolsets: []tool.Toolset{waitTool}})
 	r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: head.ID, Input: "Go."})
 	require.NoError(t, err)
 

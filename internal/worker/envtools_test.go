@@ -19,16 +19,18 @@ import (
 	"github.com/svcdev/svc/internal/asset"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/environment"
-	"github.com/svcdev/svc/internal/envlocal"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm/llmtest"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/sandbox"
+	"github.com/svcdev/svc/internal/sandbox/local"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/testfactory"
+	"github.com/svcdev/svc/internal/tool"
+	environmenttool "github.com/svcdev/svc/internal/tool/environment"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -51,7 +53,7 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 	tplCfg, _ := json.Marshal(map[string]any{"workdir": workdir})
 	tpl := testfactory.EnvironmentTemplate(t, b.pool, testfactory.OwnerOf(b.caller), &testfactory.EnvironmentTemplateOpts{
 		Config: tplCfg, IdleDeleteSeconds: 60}).ID
-	reg, err := types.New(types.Options{LocalEnabled: true})
+	reg, err := catalog.New(catalog.Options{LocalEnabled: true})
 	require.NoError(t, err)
 	// A skill whose package holds a script: it is placed in the environment.
 	assets := asset.NewService(b.pool, b.store, 1<<20, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -64,7 +66,7 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 	require.NoError(t, zw.Close())
 	pkg, err := assets.Create(ctx, b.caller, asset.CreateInput{Name: "greeter.zip", ContentType: "application/zip", Size: int64(zipped.Len()), Body: &zipped})
 	require.NoError(t, err)
-	wsRefs := refs.Workspace{Types: reg, Assets: assets}
+	wsRefs := refcheck.Workspace{Types: reg, Assets: assets}
 	skills := skill.NewService(b.pool, wsRefs)
 	greeter, err := skills.Create(ctx, b.caller, revision.CreateInput{Name: "Greeter",
 		Config: json.RawMessage(`{"instructions":"Run skills/greeter/bin/greet.sh to greet.","package":{"asset_id":"` + pkg.ID + `"}}`)})
@@ -80,11 +82,11 @@ func TestEnvironmentToolsOnLocalType(t *testing.T) {
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rt := environment.NewRuntime(b.pool, ring, map[string]sandbox.Driver{
-		types.LocalType: envlocal.NewDriver(config.Environments{LocalEnabled: true}, envlocal.Options{}),
+		catalog.LocalType: local.NewDriver(config.Environments{LocalEnabled: true}, local.Options{}),
 	}, 10*time.Second, log)
 	runs := run.NewService(b.pool, agents, skills, reg, run.Options{MaxAttempts: 3})
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Keyring: ring, Objects: b.store, Types: reg,
-		HTTPClient: b.exec.HTTPClient(), Toolsets: []worker.Toolset{worker.EnvironmentToolset(rt, b.pool, b.store)}, Log: log})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
+		HTTPClient: b.exec.HTTPClient(), Toolsets: []tool.Toolset{environmenttool.New(environmenttool.Deps{Runtime: rt, Skills: skills, Assets: assets}).ForRun}, Log: log}, b.pool, reg, ring))
 	w := worker.New(b.pool, runs, exec, worker.Options{ID: "w1", Slots: 2, Lease: 30 * time.Second, Drain: time.Second, Poll: 50 * time.Millisecond}, log)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

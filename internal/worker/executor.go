@@ -1,72 +1,40 @@
 package worker
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/agentloop"
 	"github.com/svcdev/svc/internal/checkpoint"
-	"github.com/svcdev/svc/internal/dbx"
-	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm"
+	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/objectstore"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
-	"github.com/svcdev/svc/internal/secret"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/tool"
 )
 
-// MaxCheckpointBytes bounds a checkpoint object.
-const MaxCheckpointBytes = 64 << 20
-
-// RunContext is what toolsets are built from: the run and its agent's
-// configuration.
-type RunContext struct {
-	Run    run.Run
-	Lease  run.Lease
-	Config agent.Config
-	// closers run when the attempt ends.
-	closers *[]func()
-}
-
-// OnClose registers fn to run when the attempt ends (an environment
-// instance to close, say).
-func (rc RunContext) OnClose(fn func()) { *rc.closers = append(*rc.closers, fn) }
-
-// Toolset builds tools of one kind (web, environment, memories...) for a
-// run; it answers none when the agent's configuration asks for none.
-type Toolset func(ctx context.Context, rc RunContext) ([]tool.Tool, error)
-
-// PromptSection writes a part of a run's system prompt, after the agent's
-// and its skills' instructions (the memories' context, say), from what the
-// run is asked (input, its last user message); "" adds nothing. It is
-// written again at each attempt.
-type PromptSection func(ctx context.Context, rc RunContext, input string) (string, error)
-
 // ExecutorDeps are what the executor reads and calls.
 type ExecutorDeps struct {
-	Pool    *pgxpool.Pool
-	Runs    *run.Service
-	Keyring *keyring.Ring
+	Runs *run.Service
+	// Agents answer the configuration of the agent revision a run pinned,
+	// Skills its skills' instructions, and Models open its model.
+	Agents *agent.Service
+	Skills *skill.Service
+	Models *model.Service
+	// Objects hold the runs' checkpoints.
 	Objects objectstore.Store
-	Types   *types.Registry
 	// HTTPClient is the endpoint policy's guarded client (timeout 0) that
 	// model calls go through.
 	HTTPClient *http.Client
-	Toolsets   []Toolset
-	Prompts    []PromptSection
+	Toolsets   []tool.Toolset
+	Prompts    []tool.PromptSection
 	Log        *slog.Logger
 	// DeltaInterval is how often streamed text is written as message.delta
 	// events (0: 50 ms).
@@ -86,7 +54,6 @@ type ExecutorDeps struct {
 // checkpoints and records each step under the attempt's fence.
 type Executor struct {
 	d ExecutorDeps
-	q *db.Queries
 }
 
 // NewExecutor returns an executor.
@@ -97,7 +64,7 @@ func NewExecutor(d ExecutorDeps) *Executor {
 	if d.Clock == nil {
 		d.Clock = time.Now
 	}
-	return &Executor{d: d, q: db.New()}
+	return &Executor{d: d}
 }
 
 // now reads the worker's clock.
@@ -108,13 +75,8 @@ func (e *Executor) HTTPClient() *http.Client { return e.d.HTTPClient }
 
 // Execute runs the attempt a until its run ends or it must stop.
 func (e *Executor) Execute(ctx context.Context, a *attempt) (agentloop.Outcome, error) {
-	var closers []func()
-	defer func() {
-		for _, fn := range closers {
-			fn()
-		}
-	}()
-	spec, state, err := e.prepare(ctx, a.c, &closers)
+	spec, state, closeRun, err := e.prepare(ctx, a.c)
+	defer closeRun()
 	if err != nil {
 		return agentloop.Outcome{}, err
 	}
@@ -124,19 +86,24 @@ func (e *Executor) Execute(ctx context.Context, a *attempt) (agentloop.Outcome, 
 }
 
 // prepare loads what the run uses, as it is now: its pinned revision's
-// configuration, the model and its provider (which must still be enabled),
-// the skills' instructions, the tools, and the state to continue from.
-func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()) (agentloop.Spec, agentloop.State, error) {
+// configuration, the model and its provider (which must still be usable),
+// the skills' instructions, the tools, and the state to continue from. The
+// function it answers ends the attempt's run context (its toolsets' closers).
+func (e *Executor) prepare(ctx context.Context, c run.Claimed) (agentloop.Spec, agentloop.State, func(), error) {
 	r := c.Run
-	rev, err := e.q.RevisionGetOfHead(ctx, e.d.Pool, db.RevisionGetOfHeadParams{HeadID: r.AgentID, ID: r.RevisionID})
+	cfg, err := e.d.Agents.RunConfig(ctx, r.WorkspaceID, r.AgentID, r.RevisionID)
 	if err != nil {
-		return agentloop.Spec{}, agentloop.State{}, fmt.Errorf("read the agent's revision: %w", err)
+		return agentloop.Spec{}, agentloop.State{}, func() {}, fmt.Errorf("read the agent's revision: %w", err)
 	}
-	var cfg agent.Config
-	if err := json.Unmarshal(rev.Config, &cfg); err != nil {
-		return agentloop.Spec{}, agentloop.State{}, fmt.Errorf("decode the agent's configuration: %w", err)
-	}
-	model, name, err := e.model(ctx, r.WorkspaceID, r.ModelKey)
+	rc, closeRun := tool.NewRunContext(r, c.Lease, cfg)
+	spec, state, err := e.spec(ctx, c, rc)
+	return spec, state, closeRun, err
+}
+
+// spec is prepare's work once the run context exists.
+func (e *Executor) spec(ctx context.Context, c run.Claimed, rc tool.RunContext) (agentloop.Spec, agentloop.State, error) {
+	r, cfg := c.Run, rc.Config
+	m, name, err := e.model(ctx, r.WorkspaceID, r.ModelKey)
 	if err != nil {
 		return agentloop.Spec{}, agentloop.State{}, err
 	}
@@ -144,7 +111,6 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 	if err != nil {
 		return agentloop.Spec{}, agentloop.State{}, err
 	}
-	rc := RunContext{Run: r, Lease: c.Lease, Config: cfg, closers: closers}
 	var tools []tool.Tool
 	for _, ts := range e.d.Toolsets {
 		more, err := ts(ctx, rc)
@@ -177,7 +143,7 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 	// left of it.
 	deadline := e.now().Add(time.Duration(cfg.Limits.TimeoutSeconds)*time.Second - c.Elapsed)
 	spec := agentloop.Spec{
-		Model: model, ModelName: name, System: system, Tools: tools,
+		Model: m, ModelName: name, System: system, Tools: tools,
 		Limits: agentloop.Limits{
 			MaxSteps: cfg.Limits.MaxSteps, MaxTokens: int64(cfg.Limits.MaxTokens),
 			Deadline: deadline, Now: e.now,
@@ -187,83 +153,34 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed, closers *[]func()
 	return spec, state, nil
 }
 
-// model opens the run's model: its row and its provider as they are now.
-// A model or provider disabled since the run was accepted fails the run.
+// model opens the run's model (model.Service.Open): a model that is not
+// usable, or that its adapter refuses, fails the run.
 func (e *Executor) model(ctx context.Context, workspaceID, key string) (llm.Model, string, error) {
-	m, err := e.q.ModelGet(ctx, e.d.Pool, db.ModelGetParams{WorkspaceID: workspaceID, Key: key})
-	if dbx.IsNotFound(err) {
-		return nil, "", failRun(run.ErrCodeDisabled, fmt.Sprintf("the model %q no longer exists", key))
+	m, name, err := e.d.Models.Open(ctx, workspaceID, key, e.d.HTTPClient)
+	if u, ok := errors.AsType[*model.Unusable](err); ok {
+		return nil, "", &run.Failure{Code: run.ErrCodeDisabled, Message: u.Error()}
 	}
-	if err != nil {
-		return nil, "", fmt.Errorf("read model %s: %w", key, err)
+	if u, ok := errors.AsType[*model.Uncallable](err); ok {
+		return nil, "", &run.Failure{Code: run.ErrCodeModel, Message: u.Error()}
 	}
-	if !m.Enabled {
-		return nil, "", failRun(run.ErrCodeDisabled, fmt.Sprintf("the model %q is disabled", key))
-	}
-	p, err := e.q.ProviderGet(ctx, e.d.Pool, db.ProviderGetParams{WorkspaceID: workspaceID, Kind: string(types.KindModel), ID: m.ProviderID})
-	if err != nil {
-		return nil, "", fmt.Errorf("read the model's provider: %w", err)
-	}
-	if !p.Enabled {
-		return nil, "", failRun(run.ErrCodeDisabled, fmt.Sprintf("the provider of model %q is disabled", key))
-	}
-	var cred, headers map[string]string
-	if err := secret.Open(e.d.Keyring, p.ID, p.Credential, &cred); err != nil {
-		return nil, "", fmt.Errorf("open the credential of provider %s: %w", p.ID, err)
-	}
-	if err := secret.Open(e.d.Keyring, p.ID, p.ExtraHeaders, &headers); err != nil {
-		return nil, "", fmt.Errorf("open the extra headers of provider %s: %w", p.ID, err)
-	}
-	var credJSON json.RawMessage
-	if cred != nil {
-		if credJSON, err = json.Marshal(cred); err != nil {
-			return nil, "", err
-		}
-	}
-	model, err := llm.ForProvider(llm.ProviderSpec{
-		Type: p.Type, API: m.Api, Config: p.Config, Credential: credJSON, Headers: headers,
-		HTTPClient: e.d.HTTPClient, Registry: e.d.Types,
-	})
-	if err != nil {
-		return nil, "", failRun(run.ErrCodeModel, fmt.Sprintf("model %q cannot be called: %v", key, err))
-	}
-	return settingsModel{Model: model, settings: m.Settings}, m.Model, nil
+	return m, name, err
 }
 
-// settingsModel sends a model's settings with every request.
-type settingsModel struct {
-	llm.Model
-	settings json.RawMessage
-}
-
-func (m settingsModel) Stream(ctx context.Context, req llm.Request, fn func(llm.Event) error) (llm.Response, error) {
-	req.Settings = m.settings
-	return m.Model.Stream(ctx, req, fn)
-}
-
-// system is the system prompt: the agent's instructions, then each skill's.
+// system is the system prompt: the agent's instructions, then the skills'
+// (skill.Service.Instructions).
 func (e *Executor) system(ctx context.Context, r run.Run, cfg agent.Config) (string, error) {
-	var b strings.Builder
-	b.WriteString(cfg.Instructions)
-	for _, sr := range r.SkillRevisions {
-		head, err := e.q.HeadGet(ctx, e.d.Pool, db.HeadGetParams{WorkspaceID: r.WorkspaceID, Kind: "skill", ID: sr.SkillID})
-		if err != nil {
-			return "", fmt.Errorf("read skill %s: %w", sr.SkillID, err)
-		}
-		rev, err := e.q.RevisionGetOfHead(ctx, e.d.Pool, db.RevisionGetOfHeadParams{HeadID: sr.SkillID, ID: sr.RevisionID})
-		if err != nil {
-			return "", fmt.Errorf("read skill revision %s: %w", sr.RevisionID, err)
-		}
-		var sc skill.Config
-		if err := json.Unmarshal(rev.Config, &sc); err != nil {
-			return "", fmt.Errorf("decode skill revision %s: %w", sr.RevisionID, err)
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
-		fmt.Fprintf(&b, "## Skill: %s\n\n%s", head.Name, sc.Instructions)
+	pins := make([]revision.Pin, len(r.SkillRevisions))
+	for i, sr := range r.SkillRevisions {
+		pins[i] = revision.Pin{HeadID: sr.SkillID, RevisionID: sr.RevisionID}
 	}
-	return b.String(), nil
+	skills, err := e.d.Skills.Instructions(ctx, r.WorkspaceID, pins)
+	if err != nil {
+		return "", err
+	}
+	if cfg.Instructions != "" && skills != "" {
+		return cfg.Instructions + "\n\n" + skills, nil
+	}
+	return cfg.Instructions + skills, nil
 }
 
 // lastUserText is the text of the last user message of msgs: the run's
@@ -277,47 +194,23 @@ func lastUserText(msgs []llm.Message) string {
 	return ""
 }
 
-// checkpointDoc is a checkpoint object.
-type checkpointDoc struct {
-	Version int             `json:"version"`
-	RunID   string          `json:"run_id"`
-	Attempt int32           `json:"attempt"`
-	State   agentloop.State `json:"state"`
-}
-
 // state is where the attempt starts: the last checkpoint, or, for a run
 // with none, the thread's conversation up to the run's input.
 func (e *Executor) state(ctx context.Context, c run.Claimed) (agentloop.State, error) {
 	if c.CheckpointKey != nil {
-		rd, err := e.d.Objects.Get(ctx, *c.CheckpointKey, 0, -1)
-		if err != nil {
-			return agentloop.State{}, fmt.Errorf("read checkpoint %s: %w", *c.CheckpointKey, err)
-		}
-		defer func() { _ = rd.Close() }()
-		var doc checkpointDoc
-		if err := json.NewDecoder(io.LimitReader(rd, MaxCheckpointBytes)).Decode(&doc); err != nil {
-			return agentloop.State{}, fmt.Errorf("decode checkpoint %s: %w", *c.CheckpointKey, err)
-		}
-		if doc.RunID != c.Lease.RunID {
-			return agentloop.State{}, fmt.Errorf("checkpoint %s belongs to run %s", *c.CheckpointKey, doc.RunID)
-		}
-		return doc.State, nil
+		return checkpoint.Load[agentloop.State](ctx, e.d.Objects, *c.CheckpointKey, c.Lease.RunID)
 	}
-	rows, err := e.q.MessageHistory(ctx, e.d.Pool, c.Lease.ThreadID)
+	history, err := e.d.Runs.History(ctx, c.Lease.ThreadID)
 	if err != nil {
-		return agentloop.State{}, fmt.Errorf("read the thread's messages: %w", err)
+		return agentloop.State{}, err
 	}
-	st := agentloop.State{Messages: make([]llm.Message, 0, len(rows))}
-	for _, m := range rows {
+	st := agentloop.State{Messages: make([]llm.Message, 0, len(history))}
+	for _, m := range history {
 		msg := llm.Message{Role: llm.Role(m.Role), Text: m.Content, IsError: m.IsError}
 		if m.ToolCallID != nil {
 			msg.ToolCallID = *m.ToolCallID
 		}
-		var calls []run.ToolCall
-		if err := json.Unmarshal(m.ToolCalls, &calls); err != nil {
-			return agentloop.State{}, fmt.Errorf("decode the thread's message %d: %w", m.Position, err)
-		}
-		for _, tc := range calls {
+		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		}
 		st.Messages = append(st.Messages, msg)
@@ -325,21 +218,8 @@ func (e *Executor) state(ctx context.Context, c run.Claimed) (agentloop.State, e
 	return st, nil
 }
 
-// saveCheckpoint writes the state after a step and answers its key. The key
-// names the attempt, so an attempt that lost its lease never overwrites an
-// object its successor recorded. A write that failed answers the key too
-// (the object may exist all the same); "" when nothing was written.
+// saveCheckpoint writes the state after a step (checkpoint.Save) and
+// answers its key; "" when nothing was written.
 func (e *Executor) saveCheckpoint(ctx context.Context, l run.Lease, st agentloop.State) (string, error) {
-	key, err := checkpoint.Key(l.WorkspaceID, l.RunID, checkpoint.AttemptName(l.Number, int32(st.Step)))
-	if err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(checkpointDoc{Version: 1, RunID: l.RunID, Attempt: l.Number, State: st})
-	if err != nil {
-		return "", fmt.Errorf("encode checkpoint: %w", err)
-	}
-	if _, err := e.d.Objects.Put(ctx, key, bytes.NewReader(b), int64(len(b)), objectstore.PutOptions{ContentType: "application/json"}); err != nil {
-		return key, fmt.Errorf("write checkpoint: %w", err)
-	}
-	return key, nil
+	return checkpoint.Save(ctx, e.d.Objects, l.WorkspaceID, l.RunID, l.Number, int32(st.Step), st)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/llm/llmtest"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
@@ -34,7 +34,7 @@ func (b *bundle) addTenant(t testing.TB, srv *llmtest.ChatServer) (*auth.Caller,
 	c := *b.caller
 	c.WorkspaceID = testfactory.Workspace(t, b.pool, c.OrganizationID, c.PrincipalID, &testfactory.WorkspaceOpts{Name: "noisy"}).ID
 	testfactory.Model(t, b.pool, testfactory.OwnerOf(&c), &testfactory.ModelOpts{Model: "scripted-1", Provider: &testfactory.ProviderOpts{Config: baseURL(srv)}})
-	head, err := agent.NewService(b.pool, b.reg, refs.None{}).Create(ctx, &c, revision.CreateInput{Name: "noisy",
+	head, err := agent.NewService(b.pool, b.reg, refcheck.None{}).Create(ctx, &c, revision.CreateInput{Name: "noisy",
 		Config: json.RawMessage(`{"model":"main"}`)})
 	require.NoError(t, err)
 	return &c, head.ID
@@ -99,7 +99,7 @@ func TestNoisyWorkspaceDoesNotStarveAnother(t *testing.T) {
 // and the others.
 func (b *bundle) limitedRuns(t testing.TB, maxRunning int, others ...*llmtest.ChatServer) (*run.Service, *worker.Executor) {
 	t.Helper()
-	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refs.None{}), skill.NewService(b.pool, refs.None{}), b.reg,
+	runs := run.NewService(b.pool, agent.NewService(b.pool, b.reg, refcheck.None{}), skill.NewService(b.pool, refcheck.None{}), b.reg,
 		run.Options{MaxAttempts: 3, MaxRunning: maxRunning})
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	for _, srv := range append([]*llmtest.ChatServer{b.model}, others...) {
@@ -109,8 +109,8 @@ func (b *bundle) limitedRuns(t testing.TB, maxRunning int, others ...*llmtest.Ch
 		require.NoError(t, err)
 		policy.AllowedPorts = append(policy.AllowedPorts, uint16(port))
 	}
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Keyring: b.ring, Objects: b.store, Types: b.reg,
-		HTTPClient: policy.HTTPClient(0), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
+		HTTPClient: policy.HTTPClient(0), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, b.pool, b.reg, b.ring))
 	return runs, exec
 }
 

@@ -23,8 +23,8 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm/llmtest"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
@@ -136,11 +136,11 @@ func startWorkerProcess(b *testing.B, modelPort string) *workerProcess {
 	}
 	cfg, _ := json.Marshal(map[string]string{"base_url": "http://127.0.0.1:" + modelPort + "/v1"})
 	testfactory.Model(b, pool, admin.Owner(), &testfactory.ModelOpts{Model: "flood-1", Provider: &testfactory.ProviderOpts{Config: cfg}})
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	agents := agent.NewService(pool, reg, refs.None{})
+	agents := agent.NewService(pool, reg, refcheck.None{})
 	caller := &auth.Caller{PrincipalID: admin.PrincipalID, OrganizationID: admin.OrganizationID, WorkspaceID: admin.WorkspaceID, Role: auth.RoleAdmin}
 	head, err := agents.Create(ctx, caller, revision.CreateInput{Name: "flooded",
 		Config: json.RawMessage(`{"model":"main","instructions":"Be brief.","limits":{"max_steps":5}}`)})
@@ -188,7 +188,7 @@ format = "json"
 		b.Fatal(err)
 	}
 	p := &workerProcess{cmd: cmd, log: logPath, caller: caller, agentID: head.ID,
-		runs: run.NewService(pool, agents, skill.NewService(pool, refs.None{}), reg, run.Options{MaxAttempts: 3})}
+		runs: run.NewService(pool, agents, skill.NewService(pool, refcheck.None{}), reg, run.Options{MaxAttempts: 3})}
 	b.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)

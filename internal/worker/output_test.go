@@ -45,7 +45,7 @@ func TestFloodingModelFailsTheRunWithOutputLimit(t *testing.T) {
 			dir := t.TempDir()
 			store, err := objectstore.OpenFile(dir)
 			require.NoError(t, err)
-			b.runWorker(t, worker.ExecutorDeps{Objects: store, Toolsets: []worker.Toolset{lookupTool(b.calls)},
+			b.runWorker(t, worker.ExecutorDeps{Objects: store, Toolsets: []tool.Toolset{lookupTool(b.calls)},
 				MaxOutputBytes: limit, MaxToolArgumentBytes: argLimit})
 
 			r, err := b.runs.Start(t.Context(), b.caller, run.StartInput{AgentID: b.agentID, Input: "Write forever."})
@@ -118,7 +118,7 @@ func TestDatabaseErrorsStayInTheLog(t *testing.T) {
 	t.Parallel()
 	script := []llmtest.Turn{{ToolCalls: []llmtest.Call{{Name: "query", Arguments: `{}`}}}, {Text: "done"}}
 	b := setup(t, script, 2)
-	failing := func(context.Context, worker.RunContext) ([]tool.Tool, error) {
+	failing := func(context.Context, tool.RunContext) ([]tool.Tool, error) {
 		return []tool.Tool{{Def: llm.Tool{Name: "query", Description: "Queries."},
 			Call: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
 				// A value PostgreSQL refuses: the driver's error, as is.
@@ -128,8 +128,8 @@ func TestDatabaseErrorsStayInTheLog(t *testing.T) {
 	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: b.runs, Keyring: b.ring, Objects: b.store, Types: b.reg,
-		HTTPClient: b.policy.HTTPClient(0), Toolsets: []worker.Toolset{failing}, Log: log})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: b.runs, Objects: b.store,
+		HTTPClient: b.policy.HTTPClient(0), Toolsets: []tool.Toolset{failing}, Log: log}, b.pool, b.reg, b.ring))
 	w := worker.New(b.pool, b.runs, exec, worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond}, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

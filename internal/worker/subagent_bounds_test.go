@@ -18,12 +18,14 @@ import (
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/outbox"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/testfactory"
+	"github.com/svcdev/svc/internal/tool"
+	"github.com/svcdev/svc/internal/tool/subagent"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -44,15 +46,15 @@ func newDelegation(t *testing.T, mainScript, helperScript []llmtest.Turn, lim ru
 	t.Cleanup(helper.Close)
 	testfactory.Model(t, b.pool, testfactory.OwnerOf(b.caller), &testfactory.ModelOpts{Key: "helper", Model: "scripted-2",
 		Provider: &testfactory.ProviderOpts{Name: "Helper", Config: baseURL(helper)}})
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	agents := agent.NewService(b.pool, reg, refs.Workspace{Types: reg})
+	agents := agent.NewService(b.pool, reg, refcheck.Workspace{Types: reg})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	runs := run.NewService(b.pool, agents, skill.NewService(b.pool, refs.None{}), reg, run.Options{MaxAttempts: 3})
+	runs := run.NewService(b.pool, agents, skill.NewService(b.pool, refcheck.None{}), reg, run.Options{MaxAttempts: 3})
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPorts: []uint16{portOf(t, b.model.URL), portOf(t, helper.URL)},
 		AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Objects: b.store, Types: reg,
-		HTTPClient: policy.HTTPClient(0), Toolsets: []worker.Toolset{worker.SubagentToolset(b.pool, runs, lim)}, Log: log})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
+		HTTPClient: policy.HTTPClient(0), Toolsets: []tool.Toolset{subagent.New(subagent.Deps{Agents: agents, Runs: runs, Limits: lim}).ForRun}, Log: log}, b.pool, reg, nil))
 	w := worker.New(b.pool, runs, exec, worker.Options{ID: "w1", Slots: slots, Lease: 30 * time.Second, Drain: time.Second, Poll: 50 * time.Millisecond}, log)
 	engine := outbox.NewEngine(b.pool, config.Default().Outbox, "test", log, nil)
 	engine.Register(outbox.KindSubagentResult, run.NewSubagentResults(b.pool))

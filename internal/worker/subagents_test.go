@@ -18,12 +18,14 @@ import (
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/outbox"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/testfactory"
+	"github.com/svcdev/svc/internal/tool"
+	"github.com/svcdev/svc/internal/tool/subagent"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -43,9 +45,9 @@ func TestSubagentResultReturnsToParent(t *testing.T) {
 	t.Cleanup(child.Close)
 	testfactory.Model(t, b.pool, testfactory.OwnerOf(b.caller), &testfactory.ModelOpts{Key: "helper", Model: "scripted-2",
 		Provider: &testfactory.ProviderOpts{Name: "Child", Config: baseURL(child)}})
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	agents := agent.NewService(b.pool, reg, refs.Workspace{Types: reg})
+	agents := agent.NewService(b.pool, reg, refcheck.Workspace{Types: reg})
 	researcher, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "Researcher", Config: json.RawMessage(`{"model":"helper"}`)})
 	require.NoError(t, err)
 	lead, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "lead",
@@ -53,11 +55,11 @@ func TestSubagentResultReturnsToParent(t *testing.T) {
 	require.NoError(t, err)
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	runs := run.NewService(b.pool, agents, skill.NewService(b.pool, refs.None{}), reg, run.Options{MaxAttempts: 3})
+	runs := run.NewService(b.pool, agents, skill.NewService(b.pool, refcheck.None{}), reg, run.Options{MaxAttempts: 3})
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPorts: []uint16{portOf(t, b.model.URL), portOf(t, child.URL)},
 		AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: b.pool, Runs: runs, Objects: b.store, Types: reg,
-		HTTPClient: policy.HTTPClient(0), Toolsets: []worker.Toolset{worker.SubagentToolset(b.pool, runs, run.SubagentLimits{MaxDepth: 4, MaxLive: 8, MaxTotal: 64})}, Log: log})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: b.store,
+		HTTPClient: policy.HTTPClient(0), Toolsets: []tool.Toolset{subagent.New(subagent.Deps{Agents: agents, Runs: runs, Limits: run.SubagentLimits{MaxDepth: 4, MaxLive: 8, MaxTotal: 64}}).ForRun}, Log: log}, b.pool, reg, nil))
 	w := worker.New(b.pool, runs, exec, worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Drain: time.Second, Poll: 50 * time.Millisecond}, log)
 	engine := outbox.NewEngine(b.pool, config.Default().Outbox, "test", log, nil)
 	engine.Register(outbox.KindSubagentResult, run.NewSubagentResults(b.pool))

@@ -28,16 +28,17 @@ import (
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/memory"
-	"github.com/svcdev/svc/internal/memtool"
+	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/objectstore"
-	"github.com/svcdev/svc/internal/provider/types"
-	"github.com/svcdev/svc/internal/refs"
+	"github.com/svcdev/svc/internal/provider/catalog"
+	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
 	"github.com/svcdev/svc/internal/tool"
+	memorytool "github.com/svcdev/svc/internal/tool/memory"
 	"github.com/svcdev/svc/internal/worker"
 )
 
@@ -51,13 +52,13 @@ type bundle struct {
 	store   objectstore.Store
 	calls   *atomic.Int32
 	ring    *keyring.Ring
-	reg     *types.Registry
+	reg     *catalog.Registry
 	policy  *endpoint.Policy
 }
 
 // lookupTool is a real tool of the test: it answers the length of its word.
-func lookupTool(calls *atomic.Int32) worker.Toolset {
-	return func(context.Context, worker.RunContext) ([]tool.Tool, error) {
+func lookupTool(calls *atomic.Int32) tool.Toolset {
+	return func(context.Context, tool.RunContext) ([]tool.Tool, error) {
 		return []tool.Tool{{
 			Def: llm.Tool{Name: "lookup", Description: "Looks a word up.",
 				Parameters: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}},"required":["word"]}`)},
@@ -94,19 +95,19 @@ func setup(t testing.TB, script []llmtest.Turn, maxAttempts int) *bundle {
 		AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 
 	testfactory.Model(t, pool, admin.Owner(), &testfactory.ModelOpts{Model: "scripted-1", Provider: &testfactory.ProviderOpts{Config: baseURL(srv)}})
-	reg, err := types.New(types.Options{})
+	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
-	agents := agent.NewService(pool, reg, refs.None{})
+	agents := agent.NewService(pool, reg, refcheck.None{})
 	caller := &auth.Caller{PrincipalID: admin.PrincipalID, OrganizationID: admin.OrganizationID, WorkspaceID: admin.WorkspaceID, Role: auth.RoleAdmin}
 	head, err := agents.Create(ctx, caller, revision.CreateInput{Name: "helper",
 		Config: json.RawMessage(`{"model":"main","instructions":"Be brief.","limits":{"max_steps":5}}`)})
 	require.NoError(t, err)
-	runs := run.NewService(pool, agents, skill.NewService(pool, refs.None{}), reg, run.Options{MaxAttempts: maxAttempts})
+	runs := run.NewService(pool, agents, skill.NewService(pool, refcheck.None{}), reg, run.Options{MaxAttempts: maxAttempts})
 	store, err := objectstore.OpenFile(t.TempDir())
 	require.NoError(t, err)
 	calls := &atomic.Int32{}
-	exec := worker.NewExecutor(worker.ExecutorDeps{Pool: pool, Runs: runs, Keyring: ring, Objects: store, Types: reg,
-		HTTPClient: policy.HTTPClient(0), Toolsets: []worker.Toolset{lookupTool(calls)}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	exec := worker.NewExecutor(readers(worker.ExecutorDeps{Runs: runs, Objects: store,
+		HTTPClient: policy.HTTPClient(0), Toolsets: []tool.Toolset{lookupTool(calls)}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, pool, reg, ring))
 	return &bundle{pool: pool, runs: runs, caller: caller, agentID: head.ID, exec: exec, model: srv, store: store, calls: calls,
 		ring: ring, reg: reg, policy: policy}
 }
@@ -121,14 +122,23 @@ func (b *bundle) worker(name string, slots int, lease, drain time.Duration) *wor
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
+// readers fills in d the domain services an executor reads runs'
+// configurations through, over pool.
+func readers(d worker.ExecutorDeps, pool *pgxpool.Pool, reg *catalog.Registry, ring *keyring.Ring) worker.ExecutorDeps {
+	d.Agents = agent.NewService(pool, reg, refcheck.None{})
+	d.Skills = skill.NewService(pool, refcheck.None{})
+	d.Models = model.NewService(pool, reg, ring)
+	return d
+}
+
 // runWorker runs, until the test ends, a worker of one slot on an executor
 // of the bundle's database, runs, key ring, types and client, with the
 // store, toolsets and prompt sections of d.
 func (b *bundle) runWorker(t *testing.T, d worker.ExecutorDeps) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d.Pool, d.Runs, d.Keyring, d.Types, d.HTTPClient, d.Log = b.pool, b.runs, b.ring, b.reg, b.policy.HTTPClient(0), log
-	w := worker.New(b.pool, b.runs, worker.NewExecutor(d), worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond}, log)
+	d.Runs, d.HTTPClient, d.Log = b.runs, b.policy.HTTPClient(0), log
+	w := worker.New(b.pool, b.runs, worker.NewExecutor(readers(d, b.pool, b.reg, b.ring)), worker.Options{ID: "w1", Slots: 1, Lease: 30 * time.Second, Poll: 50 * time.Millisecond}, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -212,10 +222,10 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 	t.Parallel()
 	b := setup(t, []llmtest.Turn{{Text: "You lived in Lisbon."}}, 3)
 	ctx := t.Context()
-	mems := memory.NewService(b.pool, b.reg)
+	mems := memory.NewService(b.pool, b.reg, b.ring)
 	notes, err := mems.Create(ctx, b.caller, memory.CreateInput{Name: "notes", Description: "What the user told us.", Kind: memory.KindBuiltin})
 	require.NoError(t, err)
-	ts := memtool.New(memtool.Deps{Pool: b.pool, Ring: b.ring, Registry: b.reg, Policy: b.policy})
+	ts := memorytool.New(memorytool.Deps{Memories: mems, Registry: b.reg, Policy: b.policy})
 	memTools, err := ts.Tools(ctx, b.caller.WorkspaceID, []string{notes.ID})
 	require.NoError(t, err)
 	for _, content := range []string{`{"memory":"notes","content":"The user lived in Lisbon for ten years."}`, `{"memory":"notes","content":"Bananas are yellow."}`} {
@@ -223,12 +233,12 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, res.IsError, res.Text)
 	}
-	agents := agent.NewService(b.pool, b.reg, refs.Workspace{Types: b.reg})
+	agents := agent.NewService(b.pool, b.reg, refcheck.Workspace{Types: b.reg})
 	head, err := agents.Create(ctx, b.caller, revision.CreateInput{Name: "rememberer",
 		Config: json.RawMessage(`{"model":"main","instructions":"Be brief.","memories":[{"memory_id":"` + notes.ID + `"}]}`)})
 	require.NoError(t, err)
 	b.runWorker(t, worker.ExecutorDeps{Objects: b.store,
-		Toolsets: []worker.Toolset{worker.MemoryToolset(ts)}, Prompts: []worker.PromptSection{worker.MemoryPrompt(ts)}})
+		Toolsets: []tool.Toolset{ts.ForRun}, Prompts: []tool.PromptSection{ts.Prompt}})
 
 	r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: head.ID, Input: "Where did I live?"})
 	require.NoError(t, err)
@@ -248,7 +258,7 @@ func TestSystemPromptCarriesMemoriesContext(t *testing.T) {
 		name, _ := fn["name"].(string)
 		names = append(names, name)
 	}
-	require.Contains(t, names, memtool.SearchTool)
+	require.Contains(t, names, memorytool.SearchTool)
 }
 
 // TestToolCallWriteFailureStopsTheTools: the step's tool.call events are
@@ -277,7 +287,7 @@ func TestToolCallWriteFailureStopsTheTools(t *testing.T) {
 				CREATE TRIGGER refuse_tool_calls BEFORE INSERT ON thread_event FOR EACH ROW EXECUTE FUNCTION refuse_tool_calls();`)
 			require.NoError(t, err)
 			cancelled := make(chan time.Duration, 1)
-			waitTool := func(context.Context, worker.RunContext) ([]tool.Tool, error) {
+			waitTool := func(context.Context, tool.RunContext) ([]tool.Tool, error) {
 				return []tool.Tool{{
 					Def: llm.Tool{Name: "wait", Description: "Waits.", Parameters: json.RawMessage(`{"type":"object"}`)},
 					Call: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
@@ -296,7 +306,7 @@ func TestToolCallWriteFailureStopsTheTools(t *testing.T) {
 				}}, nil
 			}
 			store := &putRecorder{Store: b.store}
-			b.runWorker(t, worker.ExecutorDeps{Objects: store, Toolsets: []worker.Toolset{waitTool}})
+			b.runWorker(t, worker.ExecutorDeps{Objects: store, Toolsets: []tool.Toolset{waitTool}})
 
 			r, err := b.runs.Start(ctx, b.caller, run.StartInput{AgentID: b.agentID, Input: "go"})
 			require.NoError(t, err)

@@ -1,7 +1,7 @@
 -- name: MemoryToolList :many
 -- The memories of the workspace among the ids an agent lists, with the state
 -- of their provider (record memories only). Like every query of the memory
--- toolset (internal/memtool), it is scoped by workspace, so a memory or
+-- toolset (internal/tool/memory), it is scoped by workspace, so a memory or
 -- record of another workspace is never reached.
 SELECT m.id, m.kind, m.name, m.description, m.namespace, m.provider_id,
        p.type AS provider_type, p.enabled AS provider_enabled

@@ -24,3 +24,20 @@ SET provider_id = @provider_id, api = @api, model = @model, settings = @settings
 WHERE workspace_id = @workspace_id AND key = @key
 RETURNING *;
 
+
+-- name: ModelForRunStart :one
+-- The model a run is about to start on, with its provider's state. FOR SHARE
+-- OF p conflicts with the provider's PATCH (FOR NO KEY UPDATE), so a
+-- concurrent disable of the provider is either seen or waits until the run is
+-- written.
+SELECT m.enabled, p.id AS provider_id, p.kind AS provider_kind, p.type AS provider_type, p.enabled AS provider_enabled
+FROM model m JOIN provider p ON p.workspace_id = m.workspace_id AND p.id = m.provider_id
+WHERE m.workspace_id = @workspace_id AND m.key = @key
+FOR SHARE OF p;
+
+-- name: ModelForRun :one
+-- The model an attempt calls and its provider, as they are now, in one read.
+SELECT sqlc.embed(m), p.type AS provider_type, p.config AS provider_config, p.credential AS provider_credential,
+       p.extra_headers AS provider_extra_headers, p.enabled AS provider_enabled
+FROM model m JOIN provider p ON p.workspace_id = m.workspace_id AND p.id = m.provider_id
+WHERE m.workspace_id = @workspace_id AND m.key = @key;

@@ -10,3 +10,7 @@ FOR SHARE;
 -- name: ProviderTypeOf :one
 -- The kind and type of a provider the caller's resource already sits on.
 SELECT kind, type FROM provider WHERE workspace_id = @workspace_id AND id = @id;
+
+-- name: ProviderEnabled :one
+-- Whether a provider a run's tool calls is still enabled, checked at every call.
+SELECT enabled FROM provider WHERE workspace_id = @workspace_id AND id = @id;

@@ -67,6 +67,12 @@ WHERE workspace_id = @workspace_id AND kind = @kind AND id = ANY(@ids::text[])
 ORDER BY id
 FOR SHARE;
 
+-- name: HeadsByID :many
+-- The heads of one kind among ids in the workspace, archived or not: what a
+-- run reads of the subagents its configuration names.
+SELECT * FROM head
+WHERE workspace_id = @workspace_id AND kind = @kind AND id = ANY(@ids::text[]);
+
 -- name: RevisionInsert :one
 INSERT INTO revision (id, head_id, number, config, content_hash, created_by_id)
 VALUES (@id, @head_id, @number, @config, @content_hash, @created_by_id)
@@ -80,6 +86,13 @@ WHERE h.workspace_id = @workspace_id AND h.kind = @kind AND h.id = @head_id AND 
 -- name: RevisionGetOfHead :one
 -- A revision of a head already read within the workspace.
 SELECT * FROM revision WHERE head_id = @head_id AND id = @id;
+
+-- name: RevisionsPinned :many
+-- Revisions of heads of one kind of the workspace, with their heads' names:
+-- what an attempt reads of the agent revision and the skill revisions its
+-- run pinned, in one read.
+SELECT r.head_id, h.name, r.id, r.config FROM revision r JOIN head h ON h.id = r.head_id
+WHERE h.workspace_id = @workspace_id AND h.kind = @kind AND r.id = ANY(@ids::text[]);
 
 -- name: RevisionList :many
 -- Newest (highest number) first after the cursor.

@@ -429,9 +429,6 @@ UPDATE thread_input SET status = 'cancelled' WHERE id = @id AND status = 'queued
 -- name: RunCancelNotify :exec
 SELECT pg_notify('svc_run_cancel', @id::text);
 
--- name: ProviderEnabled :one
-SELECT enabled FROM provider WHERE workspace_id = @workspace_id AND id = @id;
-
 -- name: RunChildOfCall :one
 SELECT * FROM run WHERE parent_run_id = @parent_run_id AND parent_call_id = @parent_call_id;
 

@@ -189,7 +189,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := &Account{
-		ID: "ca_" + id.New("x")[2:14], AuthConfigID: body.AuthConfig.ID, UserID: body.Connection.UserID,
+		ID: shortID("ca_"), AuthConfigID: body.AuthConfig.ID, UserID: body.Connection.UserID,
 		CallbackURL: body.Connection.CallbackURL, Status: "INITIATED", Toolkit: "github",
 	}
 	val := map[string]any{"status": a.Status}
@@ -242,4 +242,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// shortID is prefix and the last 12 characters of a new id: its random
+// part's low end, which differs between ids made in the same millisecond
+// (the ids' leading characters are their time and do not).
+func shortID(prefix string) string {
+	s := id.New("x")
+	return prefix + s[len(s)-12:]
 }

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/svcdev/svc/internal/id"
 )
 
 // The tools API's paths.
@@ -75,7 +73,7 @@ func (s *Server) AddTools(tools ...Tool) {
 func (s *Server) AddAccount(userID, toolkit string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := &Account{ID: "ca_" + id.New("x")[2:14], AuthConfigID: "ac_oauth", UserID: userID, Status: "ACTIVE", Toolkit: toolkit}
+	a := &Account{ID: shortID("ca_"), AuthConfigID: "ac_oauth", UserID: userID, Status: "ACTIVE", Toolkit: toolkit}
 	s.accounts[a.ID] = a
 	return a.ID
 }
@@ -239,7 +237,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, slug string) {
 	if t.Run != nil {
 		data, errMsg = t.Run(args)
 	}
-	answer := map[string]any{"data": data, "error": nil, "successful": true, "log_id": "log_" + id.New("x")[2:14], "session_info": nil}
+	answer := map[string]any{"data": data, "error": nil, "successful": true, "log_id": shortID("log_"), "session_info": nil}
 	if errMsg != "" {
 		answer["data"], answer["error"], answer["successful"] = map[string]any{}, errMsg, false
 	}

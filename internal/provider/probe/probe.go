@@ -3,8 +3,8 @@
 // bounded by providers.probe_timeout_seconds, whose outcome is `succeeded`,
 // `failed` with a message, or `unsupported` (specification 4.2, rules 1-5).
 //
-// What each type sends is declared with the type (types.Type.Probe and
-// types.Type.Request): an authenticated read for model types and the
+// What each type sends is declared with the type (catalog.Type.Probe and
+// catalog.Type.Request): an authenticated read for model types and the
 // connector, one page of a namespace no memory uses for memory types, and a
 // ping of the engine for docker. Every call goes through the endpoint policy.
 //
@@ -32,7 +32,7 @@ import (
 
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/id"
-	"github.com/svcdev/svc/internal/provider/types"
+	"github.com/svcdev/svc/internal/provider/catalog"
 )
 
 // Outcome is the result of a provider test.
@@ -62,7 +62,7 @@ type Result struct {
 // Target is what a probe needs of a provider: its type, its config and its
 // opened secrets.
 type Target struct {
-	Type         types.Type
+	Type         catalog.Type
 	Config       map[string]any
 	Credential   map[string]any    // nil when none is stored
 	ExtraHeaders map[string]string // model providers only; nil when none
@@ -86,9 +86,9 @@ func (p *Prober) Probe(ctx context.Context, t Target) Result {
 	start := time.Now()
 	var res Result
 	switch t.Type.Probe {
-	case types.ProbeAuthenticatedRead, types.ProbeNamespacePage:
+	case catalog.ProbeAuthenticatedRead, catalog.ProbeNamespacePage:
 		res = p.httpProbe(ctx, t)
-	case types.ProbeEnginePing:
+	case catalog.ProbeEnginePing:
 		res = p.enginePing(ctx, t)
 	default:
 		res = Result{Outcome: Unsupported}
@@ -212,7 +212,7 @@ func templateVars(t Target, extra map[string]string) map[string]string {
 }
 
 // baseURL is the config's base member (or its default), else the fallback.
-func baseURL(r *types.ProbeRequest, vars map[string]string) (string, bool) {
+func baseURL(r *catalog.ProbeRequest, vars map[string]string) (string, bool) {
 	if v := vars[r.Base]; v != "" {
 		return v, true
 	}
@@ -243,7 +243,7 @@ func expand(s string, vars map[string]string, esc func(string) string) string {
 }
 
 // statusFailure turns a non-2xx status into a failed result.
-func statusFailure(t types.Type, status int, hasKey bool) (Result, bool) {
+func statusFailure(t catalog.Type, status int, hasKey bool) (Result, bool) {
 	switch {
 	case status >= 200 && status < 300:
 		return Result{}, false

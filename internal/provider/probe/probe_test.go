@@ -15,19 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/internal/endpoint"
+	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/provider/probe/vendortest"
-	"github.com/svcdev/svc/internal/provider/types"
 )
 
-func registry(t *testing.T) *types.Registry {
+func registry(t *testing.T) *catalog.Registry {
 	t.Helper()
-	reg, err := types.New(types.Options{LocalEnabled: true})
+	reg, err := catalog.New(catalog.Options{LocalEnabled: true})
 	require.NoError(t, err)
 	return reg
 }
 
-func lookup(t *testing.T, id string) types.Type {
+func lookup(t *testing.T, id string) catalog.Type {
 	t.Helper()
 	typ, ok := registry(t).Lookup(id)
 	require.True(t, ok, id)
@@ -52,7 +52,7 @@ func openPolicy(t *testing.T, serverURL string) *endpoint.Policy {
 func TestEveryProbedTypeHasAVendorStandIn(t *testing.T) {
 	t.Parallel()
 	var probed []string
-	for _, k := range types.Kinds {
+	for _, k := range catalog.Kinds {
 		for _, typ := range registry(t).List(k) {
 			if typ.Request != nil {
 				probed = append(probed, typ.ID)
@@ -74,7 +74,7 @@ func TestEveryProbedTypeHasAVendorStandIn(t *testing.T) {
 // (internal/memory/purge_test.go drives it against them).
 func TestEveryMemoryTypeHasANamespaceDeleteStandIn(t *testing.T) {
 	t.Parallel()
-	memoryTypes := registry(t).List(types.KindMemory)
+	memoryTypes := registry(t).List(catalog.KindMemory)
 	require.NotEmpty(t, memoryTypes)
 	for _, typ := range memoryTypes {
 		v, ok := vendortest.VendorFor(typ.ID)
@@ -116,7 +116,7 @@ func TestProbeSpeaksEachVendorsProtocol(t *testing.T) {
 func TestMemoryProbesListANamespaceNoMemoryUses(t *testing.T) {
 	t.Parallel()
 	for _, v := range vendortest.Vendors() {
-		if lookup(t, v.Type).Kind != types.KindMemory {
+		if lookup(t, v.Type).Kind != catalog.KindMemory {
 			continue
 		}
 		srv := vendortest.Start(t, v, "k")
@@ -156,7 +156,7 @@ func TestProbeFailures(t *testing.T) {
 	compatible := lookup(t, "openai_compatible")
 	cases := []struct {
 		name    string
-		typ     types.Type
+		typ     catalog.Type
 		handler http.HandlerFunc
 		cred    map[string]any
 		want    string

@@ -1,7 +1,0 @@
-package types
-
-// cerebras is Cerebras Inference.
-func cerebras() Type {
-	return hostedChat("cerebras", "Cerebras", "https://api.cerebras.ai/v1",
-		"API key (csk-...).", "https://cloud.cerebras.ai/")
-}
