@@ -440,7 +440,7 @@ WRK_HEADER="Authorization: Bearer $API_KEY" wrk_measure me "http://$SVC_ADDR/api
 M_RPS=$W_RPS M_P50=$W_P50 M_P99=$W_P99 M_ERRS=$W_ERRS
 WRK_HEADER="Authorization: Bearer $API_KEY" rate_measure me-rate "http://$SVC_ADDR/api/v1/me" "$T_ME_RPS"
 MQ_RPS=$W_RPS MQ_P99=$W_P99 MQ_ERRS=$W_ERRS
-# A model read: authentication plus one indexed query (issue 4's figure).
+# A model read: authentication plus one indexed query.
 api_post() {
 	curl -sS --fail-with-body -X POST -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' -d "$2" "http://$SVC_ADDR$1"
 }
