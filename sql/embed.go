@@ -21,7 +21,7 @@ var Migrations = mustSub(files, "migrations")
 // versions lists the embedded migration versions in ascending order.
 var versions = mustVersions(Migrations)
 
-// Version is the schema version this build expects: its highest migration.
+// Version is the schema version this binary expects: its highest migration.
 func Version() int64 { return versions[len(versions)-1] }
 
 // Versions returns every embedded migration version in ascending order.

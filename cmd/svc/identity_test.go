@@ -228,7 +228,7 @@ func TestBootstrapInvalidInput(t *testing.T) {
 }
 
 // TestOperatorCommandsRefuseSchemaMismatch: bootstrap and user refuse a database
-// whose schema is not this build's, older or newer, and change nothing.
+// whose schema is not this binary's, older or newer, and change nothing.
 func TestOperatorCommandsRefuseSchemaMismatch(t *testing.T) {
 	t.Parallel()
 	empty := testdb.Empty(t)

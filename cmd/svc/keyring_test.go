@@ -187,7 +187,7 @@ VALUES ($1, $2, 'web', 'search', $1, $3, $4, $4)`, pid, rep.WorkspaceID, sealed,
 	require.Equal(t, 0, got.Resealed["provider_credential"])
 	require.Equal(t, 1, got.Unreadable)
 
-	// A database without this build's schema is refused.
+	// A database without this binary's schema is refused.
 	empty := dbVars(testdb.Empty(t))
 	empty["SVC_ENCRYPTION__KEY_FILE"] = path
 	r = runSvc(t, empty, "keyring", "reseal")

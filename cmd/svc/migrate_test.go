@@ -77,7 +77,7 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 	requireMigratedOnce(t, url)
 }
 
-// TestConcurrentStartMigratesOnce is RELIABILITY row 11: migrate commands and
+// TestConcurrentStartMigratesOnce: migrate commands and
 // control replicas started together against one empty database migrate it once,
 // the others wait for the migration lock, and every one of them passes the schema
 // check.

@@ -30,7 +30,7 @@ import (
 // A control process killed with SIGKILL in the middle of a webhook delivery
 // holds the row's lease no longer than lease_seconds: another replica then
 // delivers it again with the same webhook-id, so the receiver can deduplicate
-// (at least once, RELIABILITY rows 1 and 6).
+// (at least once).
 func TestAKilledSendersDeliveryIsDeliveredAgainByAnotherReplica(t *testing.T) {
 	t.Parallel()
 	url := testdb.NewURL(t)

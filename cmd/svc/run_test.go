@@ -182,7 +182,7 @@ func TestRunLifecycle(t *testing.T) {
 	}
 }
 
-// TestRequestLogHygiene (spec 5.6 and 7): request records name the route
+// TestRequestLogHygiene: request records name the route
 // template and the response's X-Request-Id, and never the URL or query string.
 func TestRequestLogHygiene(t *testing.T) {
 	t.Parallel()

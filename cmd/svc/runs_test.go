@@ -13,8 +13,8 @@ import (
 	"github.com/svcdev/svc/internal/run"
 )
 
-// Process-level reliability tests of the runs engine (RELIABILITY rows 1, 3
-// and 4, and two workers sharing many runs): real `svc run` processes,
+// Process-level reliability tests of the runs engine (a killed
+// worker, a stale worker, a drained worker, and two workers sharing many runs): real `svc run` processes,
 // killed, frozen and stopped the way an operator's machines are.
 
 // searchTurn is a turn of the scripted model that calls web_search with query.
@@ -60,7 +60,7 @@ func requireSearchShape(t *testing.T, msgs []run.Message, input string, steps []
 	}
 }
 
-// TestRunsKilledWorkerResumesFromCheckpoint (RELIABILITY row 1): a worker
+// TestRunsKilledWorkerResumesFromCheckpoint: a worker
 // killed with SIGKILL while the model streams its second step keeps the run
 // leased until the lease expires; then expire_leases ends the attempt,
 // charged, and another worker continues from the checkpoint of step one in
@@ -114,7 +114,7 @@ func TestRunsKilledWorkerResumesFromCheckpoint(t *testing.T) {
 	requireSearchShape(t, e.messages(r.ThreadID), "search twice", script)
 }
 
-// TestRunsAttemptsExhaustedFailsRun (RELIABILITY row 1): once a run's
+// TestRunsAttemptsExhaustedFailsRun: once a run's
 // charged attempts reach max_attempts (two here), the lease sweep fails it
 // with attempts_exhausted rather than queueing it again.
 func TestRunsAttemptsExhaustedFailsRun(t *testing.T) {
@@ -144,7 +144,7 @@ func TestRunsAttemptsExhaustedFailsRun(t *testing.T) {
 	require.Equal(t, 2, e.modelAsked(0))
 }
 
-// TestRunsStaleWorkerIsFenced (RELIABILITY row 3): a worker frozen with
+// TestRunsStaleWorkerIsFenced: a worker frozen with
 // SIGSTOP past its lease loses the run to another worker; resumed with
 // SIGCONT while the new attempt streams, its writes are refused: it records
 // no event, message or checkpoint, does not end its (already expired)
@@ -234,7 +234,7 @@ func TestRunsStaleWorkerIsFenced(t *testing.T) {
 	require.Equal(t, 0, stale.stop(syscall.SIGTERM, stopTimeout), "the stale worker still stops cleanly")
 }
 
-// TestRunsSigtermDrainsAndHandsOff (RELIABILITY row 4): a worker told to stop
+// TestRunsSigtermDrainsAndHandsOff: a worker told to stop
 // while the model streams claims nothing more, finishes its step (model call
 // and search), hands the run off uncharged within drain_seconds and exits 0;
 // another worker finishes it from that step's checkpoint. With max_attempts
@@ -354,8 +354,8 @@ func TestRunsTwoWorkersManyRuns(t *testing.T) {
 	}
 }
 
-// TestRunsWorkerFrozenInsideTransaction (RELIABILITY row 3, the harder
-// case): a worker frozen in the middle of one of its fenced transactions
+// TestRunsWorkerFrozenInsideTransaction (the harder case of
+// TestRunsStaleWorkerIsFenced): a worker frozen in the middle of one of its fenced transactions
 // (here: finishing the run, after its final step was recorded) keeps the
 // run's row locked; expire_leases skips locked rows (SKIP LOCKED), so the
 // run can only be taken over once PostgreSQL ends that session. An operator

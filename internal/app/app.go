@@ -355,8 +355,9 @@ func Run(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) e
 	return waitErr
 }
 
-// registerSweeps registers the maintenance sweeps of the specification (section
-// 6.3) that this build has; control and all processes run them.
+// registerSweeps registers the maintenance sweeps
+// (docs/decisions/0004-sweeps-and-supervision.md); control and all processes
+// run them.
 func (a *App) registerSweeps() {
 	a.Sweeps.Register(sweep.Sweep{
 		Name:     "expire_credentials",

@@ -43,7 +43,7 @@ func readiness(t *testing.T, h *apitest.Harness) (int, []client.ReadinessDegrade
 
 // TestObjectStoreOutageDegradesAndRecovers: /readyz checks the object store
 // on every probe. Readiness depends on the runtime and the database only
-// (SPEC 4.4, 7), so a lost store stays 200 and is listed under degraded,
+// (docs/decisions/0002-health-and-readiness.md), so a lost store stays 200 and is listed under degraded,
 // then drops out of the list when it answers again.
 func TestObjectStoreOutageDegradesAndRecovers(t *testing.T) {
 	t.Parallel()

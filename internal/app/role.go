@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// Role is what a process does (spec section 1, Process roles).
+// Role is what a process does: control (the API and the sweeps), worker (the
+// runs), or all of them.
 type Role string
 
 // The roles.

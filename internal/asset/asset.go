@@ -17,7 +17,7 @@
 // purge_asset_uploads sweep deletes its object and then the row. So no client
 // ever sees a half-written asset, and no object is ever left unaccounted for.
 //
-// DELETE retires an asset (SPEC 3.2): its content stays readable for history,
+// DELETE retires an asset: its content stays readable for history,
 // and RequireUsable refuses new references to it.
 package asset
 
@@ -37,7 +37,7 @@ import (
 // DefaultContentType is the media type of an upload sent without one.
 const DefaultContentType = "application/octet-stream"
 
-// Limits of the metadata (DESIGN: names 1-200 characters).
+// Limits of the metadata (names are 1 to 200 characters).
 const (
 	maxName        = 200
 	maxContentType = 255

@@ -29,7 +29,7 @@ import (
 	"github.com/svcdev/svc/internal/objectstore"
 )
 
-// runIDPattern is a run id: DESIGN's run_ prefix and a lowercase ULID.
+// runIDPattern is a run id: the run_ prefix and a lowercase ULID.
 var runIDPattern = regexp.MustCompile(`^run_[0-9a-z]{26}$`)
 
 // Key returns the object key of the checkpoint name of run runID in workspace

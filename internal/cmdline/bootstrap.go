@@ -80,7 +80,7 @@ func bootstrapCommand(stdio IO) *cli.Command {
 }
 
 // openCheckedPool connects to the configured database and refuses one whose
-// schema is not exactly this build's: operator commands never write to a
+// schema is not exactly this binary's: operator commands never write to a
 // database an older or newer build owns.
 func openCheckedPool(c *cli.Context, stdio IO) (*pgxpool.Pool, error) {
 	cfg, err := loadConfig(c, stdio)

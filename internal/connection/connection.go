@@ -1,6 +1,6 @@
 // Package connection manages connections: a workspace's connected account at
-// an app (GitHub, Gmail, ...), made through a connector provider (SPEC 2.3,
-// 3.1, 3.2; docs/decisions/0019-connections.md), and their authorization
+// an app (GitHub, Gmail, ...), made through a connector provider
+// (docs/decisions/0019-connections.md), and their authorization
 // operations, the OAuth-style flows that give a connection its credential.
 //
 // A connection's credential is write-only like a provider's: it is sealed with

@@ -120,8 +120,8 @@ func (s *Service) validateUpdate(ctx context.Context, tx pgx.Tx, c *auth.Caller,
 	return nil
 }
 
-// Revoke removes the credential of a connection of the caller's workspace
-// (SPEC 3.2), so it no longer acts as the account, and fails its pending
+// Revoke removes the credential of a connection of the caller's workspace,
+// so it no longer acts as the account, and fails its pending
 // authorization, so that an authorization completing later cannot bring a
 // credential back. It needs If-Match like a PATCH. A connection without a
 // credential keeps its version and records no connection event.

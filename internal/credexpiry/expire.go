@@ -1,4 +1,4 @@
-// Package credexpiry is the expire_credentials sweep (SPEC 6.3): it deletes
+// Package credexpiry is the expire_credentials sweep: it deletes
 // login sessions, mail links, invitation confirmation links and unaccepted
 // invitations that can no longer be used, so that dead credentials do not accumulate.
 package credexpiry

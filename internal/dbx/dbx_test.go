@@ -115,7 +115,7 @@ func TestTranslate(t *testing.T) {
 		require.Equal(t, apperr.KindInvalidArgument, apperr.KindOf(dbx.Translate(err, "widget")))
 	})
 
-	// RELIABILITY row 17: NUL in any string is a 400, not a 500.
+	// NUL in any string is a 400, not a 500.
 	t.Run("NULInTextIsInvalidArgument", func(t *testing.T) {
 		t.Parallel()
 
@@ -208,7 +208,7 @@ func TestTranslate(t *testing.T) {
 		require.Equal(t, apperr.KindUnavailable, apperr.KindOf(dbx.Translate(err, "widget")))
 	})
 
-	// RELIABILITY row 10: a database restart ends sessions with 57P01.
+	// A database restart ends sessions with 57P01.
 	t.Run("TerminatedSessionIsUnavailable", func(t *testing.T) {
 		t.Parallel()
 

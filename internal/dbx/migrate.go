@@ -29,7 +29,7 @@ type MigrateResult struct {
 	Applied  []int64
 }
 
-// Migrate upgrades the schema to this build's version while holding the migration
+// Migrate upgrades the schema to this binary's version while holding the migration
 // advisory lock. It waits at most lockTimeout for the lock; a process that gets the
 // lock after another one migrated finds nothing to do. It never downgrades.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, lockTimeout time.Duration, log *slog.Logger) (MigrateResult, error) {

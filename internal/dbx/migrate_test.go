@@ -111,7 +111,7 @@ func TestMigrate(t *testing.T) {
 		require.NoError(t, dbx.CheckSchema(t.Context(), bundle.pool, false))
 	})
 
-	// RELIABILITY row 11: replicas starting together against an empty database.
+	// Replicas starting together against an empty database.
 	t.Run("ConcurrentReplicasMigrateOnce", func(t *testing.T) {
 		t.Parallel()
 

@@ -12,7 +12,7 @@ import (
 	schema "github.com/svcdev/svc/sql"
 )
 
-// ErrSchemaMismatch means the database's schema is not the one this build expects.
+// ErrSchemaMismatch means the database's schema is not the one this binary expects.
 var ErrSchemaMismatch = errors.New("database schema does not match this build")
 
 // Querier is what reading the schema needs: a pool, a connection or a transaction.
@@ -25,7 +25,7 @@ type SchemaState struct {
 	Applied []int64 // ascending
 }
 
-// Current is the highest applied version that this build knows, or 0.
+// Current is the highest applied version that this binary knows, or 0.
 func (s SchemaState) Current() int64 {
 	var cur int64
 	for _, v := range s.Applied {
@@ -36,7 +36,7 @@ func (s SchemaState) Current() int64 {
 	return cur
 }
 
-// Newest is the highest applied version, known to this build or not.
+// Newest is the highest applied version, known to this binary or not.
 func (s SchemaState) Newest() int64 {
 	if len(s.Applied) == 0 {
 		return 0
@@ -44,7 +44,7 @@ func (s SchemaState) Newest() int64 {
 	return s.Applied[len(s.Applied)-1]
 }
 
-// Missing lists this build's migrations that are not applied.
+// Missing lists this binary's migrations that are not applied.
 func (s SchemaState) Missing() []int64 {
 	var out []int64
 	for _, v := range schema.Versions() {
@@ -85,7 +85,7 @@ func ReadSchema(ctx context.Context, q Querier) (SchemaState, error) {
 	return SchemaState{Applied: applied}, nil
 }
 
-// CheckSchema verifies that the database holds exactly this build's schema. With
+// CheckSchema verifies that the database holds exactly this binary's schema. With
 // allowNewer, a database migrated further by a newer build also passes: during a
 // rolling upgrade, older replicas keep serving against the migrated schema.
 func CheckSchema(ctx context.Context, q Querier, allowNewer bool) error {

@@ -15,7 +15,7 @@ func TestCheckSchema(t *testing.T) {
 	t.Parallel()
 
 	type testBundle struct {
-		pool *pgxpool.Pool // a database migrated to this build's schema
+		pool *pgxpool.Pool // a database migrated to this binary's schema
 	}
 
 	setup := func(t *testing.T) *testBundle {

@@ -1,6 +1,6 @@
 // Package endpoint enforces the deployment's endpoint policy on every URL svc
 // calls out to: provider base URLs and endpoints, probes, webhooks and every
-// later outbound call (SPEC 2.5 rule 4, RELIABILITY row 23).
+// other outbound call (docs/decisions/0012-endpoint-policy.md).
 //
 // The policy is enforced twice. CheckURL runs when a URL is saved: it checks
 // the scheme, user information, host and port, and resolves the host so that a

@@ -74,7 +74,7 @@ func TestCheckURLRefused(t *testing.T) {
 		port     = "port is not allowed"
 	)
 	cases := []struct{ url, reason string }{
-		// RELIABILITY row 23, in every spelling.
+		// Loopback, private and link-local addresses, in every spelling.
 		{"https://127.0.0.1/", private},
 		{"https://127.0.0.1:443/v1", private},
 		{"https://169.254.169.254/latest/meta-data/", private},

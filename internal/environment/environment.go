@@ -2,7 +2,7 @@
 // template (package environment/template) on its provider, which the Runtime
 // makes when a run first uses one and the maintain_environments sweep stops
 // and deletes, through the drivers of package sandbox. Through the API they can be
-// listed, read and deleted (SPEC 3.2: "Subscription, environment | DELETE").
+// listed, read and deleted.
 //
 // Deleting is asynchronous and recorded honestly: DELETE moves the
 // environment to `deleting` (version + 1, an audit event) and answers 204; the

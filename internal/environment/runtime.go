@@ -55,7 +55,7 @@ type Acquired struct {
 
 // Acquire attaches the environment of thread threadID made from template
 // templateID, making it when the thread has none (or its environment is
-// gone). A disabled template or provider, or a type this build cannot run,
+// gone). A disabled template or provider, or a type this binary cannot run,
 // is *Unusable. principalID is who the run acts for.
 func (rt *Runtime) Acquire(ctx context.Context, workspaceID, threadID, templateID, principalID string) (Acquired, error) {
 	tpl, err := rt.q.EnvironmentTemplateGetAny(ctx, rt.pool, db.EnvironmentTemplateGetAnyParams{WorkspaceID: workspaceID, ID: templateID})

@@ -84,8 +84,9 @@ func (c *Checker) RedisDown() bool { return c.redisState.Load() == 2 }
 
 // Ready checks readiness now: startup done, every task running, and the schema
 // answering within the time-out. The object store is checked at the same
-// time; the specification makes readiness depend on the runtime and the
-// database only, so its loss is reported under degraded, like Redis's. The schema may be newer than this build's, since
+// time; readiness depends on the runtime and the database only
+// (docs/decisions/0002-health-and-readiness.md), so its loss is reported
+// under degraded, like Redis's. The schema may be newer than this binary's, since
 // older replicas keep serving during a rolling upgrade.
 func (c *Checker) Ready(ctx context.Context) Report {
 	if !c.Started() || c.DB == nil {

@@ -340,7 +340,7 @@ func TestAgentsPatch(t *testing.T) {
 	require.EqualValues(t, 2, b.get(t, path)["version"])
 }
 
-// TestAgentsConcurrentPatch covers RELIABILITY 26 for agents.
+// TestAgentsConcurrentPatch: of writers holding one ETag, exactly one wins.
 func TestAgentsConcurrentPatch(t *testing.T) {
 	t.Parallel()
 	b := setupAgents(t)

@@ -317,7 +317,7 @@ func TestAssetsRetire(t *testing.T) {
 	require.Equal(t, []client.Asset{v}, l.JSON200.Items)
 }
 
-// TestAssetsAcrossWorkspaces covers RELIABILITY 22: another workspace's asset
+// TestAssetsAcrossWorkspaces: another workspace's asset
 // answers exactly like a missing one on every operation, with and without
 // If-Match, and gives away no ETag.
 func TestAssetsAcrossWorkspaces(t *testing.T) {

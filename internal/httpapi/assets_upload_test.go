@@ -90,7 +90,7 @@ func TestAssetsUploadCutOff(t *testing.T) {
 
 // TestAssetsNames: names are 1 to 200 characters of any script, stored and
 // answered exactly; control characters and invalid UTF-8 are refused; names
-// that look like paths are only names (RELIABILITY 17, 19, 20).
+// that look like paths are only names.
 func TestAssetsNames(t *testing.T) {
 	t.Parallel()
 	b := setupAssets(t)
@@ -167,7 +167,7 @@ func TestAssetsContentTypes(t *testing.T) {
 }
 
 // TestAssetsUploadQueryIsNotLogged: the name travels in the query string,
-// which is never logged (SPEC 5.6).
+// which is never logged.
 func TestAssetsUploadQueryIsNotLogged(t *testing.T) {
 	t.Parallel()
 	b := setupAssets(t)

@@ -61,7 +61,7 @@ func (b *connectionsBundle) createConnection(t *testing.T, body map[string]any) 
 }
 
 // assertNoConnectionLeak checks that no log record, audit row or stored
-// column holds the connection credential in clear (RELIABILITY 24).
+// column holds the connection credential in clear.
 func (b *connectionsBundle) assertNoConnectionLeak(t *testing.T) {
 	t.Helper()
 	b.assertNoLeak(t)
@@ -224,7 +224,7 @@ func TestConnectionsCreateRefusals(t *testing.T) {
 	b.assertNoConnectionLeak(t)
 }
 
-// TestConnectionsCrossWorkspace covers RELIABILITY 22: every connection
+// TestConnectionsCrossWorkspace: every connection
 // endpoint answers another workspace's id exactly like a missing one.
 func TestConnectionsCrossWorkspace(t *testing.T) {
 	t.Parallel()

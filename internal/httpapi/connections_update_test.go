@@ -145,7 +145,7 @@ func TestConnectionsPatchPreconditions(t *testing.T) {
 	status, c = b.patchConnection(t, id, "*", map[string]any{"name": "star"})
 	require.Equal(t, http.StatusOK, status, c)
 
-	// Concurrent PATCHes with the same ETag: exactly one wins (RELIABILITY 26).
+	// Concurrent PATCHes with the same ETag: exactly one wins.
 	const n = 8
 	statuses := make([]int, n)
 	var wg sync.WaitGroup

@@ -273,7 +273,7 @@ func TestDeliveriesListAndRead(t *testing.T) {
 }
 
 // TestDeliveriesAcrossWorkspaces: another workspace's key, an absent id,
-// and an outbox row of another kind are all the same 404 (RELIABILITY 22).
+// and an outbox row of another kind are all the same 404.
 func TestDeliveriesAcrossWorkspaces(t *testing.T) {
 	t.Parallel()
 	b := setupDeliveries(t)
@@ -331,7 +331,7 @@ func TestDeliveriesNeedAdmin(t *testing.T) {
 // TestRedeliverResetsInPlace: a dead delivery goes back to pending with a new
 // round of attempts; its id, payload and attempt history stay; attempt
 // numbers go on; the next attempt carries the same webhook-id with a
-// signature for its own timestamp (RELIABILITY 13).
+// signature for its own timestamp.
 func TestRedeliverResetsInPlace(t *testing.T) {
 	t.Parallel()
 	b := setupDeliveries(t)

@@ -289,7 +289,7 @@ func TestTemplatesPatch(t *testing.T) {
 	require.Equal(t, tpl, got)
 }
 
-// TestTemplatesConcurrentPatch covers RELIABILITY 26 for templates.
+// TestTemplatesConcurrentPatch: of writers holding one ETag, exactly one wins.
 func TestTemplatesConcurrentPatch(t *testing.T) {
 	t.Parallel()
 	b := setupTemplates(t)
@@ -304,7 +304,7 @@ func TestTemplatesConcurrentPatch(t *testing.T) {
 	require.Len(t, b.auditTrail(t, tpl["id"].(string)), 2)
 }
 
-// TestTemplatesAcrossWorkspaces covers RELIABILITY 22: another workspace's
+// TestTemplatesAcrossWorkspaces: another workspace's
 // template answers exactly like a missing one.
 func TestTemplatesAcrossWorkspaces(t *testing.T) {
 	t.Parallel()

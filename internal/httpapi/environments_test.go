@@ -140,7 +140,8 @@ func TestEnvironmentsConcurrentDelete(t *testing.T) {
 	require.Len(t, b.auditTrail(t, e), 1)
 }
 
-// TestEnvironmentsAcrossWorkspaces covers RELIABILITY 22 for environments.
+// TestEnvironmentsAcrossWorkspaces: another workspace's environment answers
+// exactly like a missing one.
 func TestEnvironmentsAcrossWorkspaces(t *testing.T) {
 	t.Parallel()
 	b := setupTemplates(t)

@@ -168,7 +168,7 @@ func TestMemoriesPatch(t *testing.T) {
 	require.Equal(t, etag(out), hdr.Get("ETag"))
 	require.Equal(t, []string{"memory.created:description,kind,name", "memory.updated:name"}, b.auditTrail(t, m["id"].(string)))
 
-	// RELIABILITY 26: of eight writers holding one ETag, one wins.
+	// Of eight writers holding one ETag, one wins.
 	cur := out
 	raceOnce(t, 8, http.StatusOK, func(i int) int {
 		status, _, _ := b.do(t, http.MethodPatch, path, map[string]any{"description": "w" + strconv.Itoa(i)}, "If-Match", etag(cur))
@@ -241,7 +241,8 @@ func TestMemoriesDelete(t *testing.T) {
 	require.ElementsMatch(t, []int{http.StatusNoContent, http.StatusNotFound}, got)
 }
 
-// TestMemoriesAcrossWorkspaces covers RELIABILITY 22 for memories.
+// TestMemoriesAcrossWorkspaces: another workspace's memory answers exactly
+// like a missing one.
 func TestMemoriesAcrossWorkspaces(t *testing.T) {
 	t.Parallel()
 	b := setupMemories(t)

@@ -110,7 +110,7 @@ func TestModelsCreateReadList(t *testing.T) {
 	require.Equal(t, m, *got.JSON200)
 }
 
-// TestModelsKeyEdges covers RELIABILITY 18: only keys matching
+// TestModelsKeyEdges: only keys matching
 // ^[a-z0-9][a-z0-9.-]{0,127}$ are accepted.
 func TestModelsKeyEdges(t *testing.T) {
 	t.Parallel()

@@ -109,7 +109,7 @@ func TestModelsPatch(t *testing.T) {
 	require.Equal(t, m, *got.JSON200)
 }
 
-// TestModelsConcurrentPatch covers RELIABILITY 26 for models.
+// TestModelsConcurrentPatch: of writers holding one ETag, exactly one wins.
 func TestModelsConcurrentPatch(t *testing.T) {
 	t.Parallel()
 	b := setupModels(t)
@@ -138,7 +138,7 @@ func TestModelsConcurrentPatch(t *testing.T) {
 	require.Len(t, b.modelAudit(t, "race"), 2)
 }
 
-// TestModelsAcrossWorkspaces covers RELIABILITY 22: another workspace's model
+// TestModelsAcrossWorkspaces: another workspace's model
 // key answers exactly like a missing one, with and without If-Match, and keys
 // are per workspace.
 func TestModelsAcrossWorkspaces(t *testing.T) {

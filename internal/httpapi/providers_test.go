@@ -189,7 +189,7 @@ func TestProvidersCreateRefusals(t *testing.T) {
 			require.Contains(t, fields(t, out), tc.field, "%s: %v", tc.name, out)
 		}
 	}
-	// Duplicate keys never reach a handler (RELIABILITY 16).
+	// Duplicate keys never reach a handler.
 	resp := b.h.Do(t, http.MethodPost, "/api/v1/model-providers", json.RawMessage(
 		`{"type":"openai","name":"x","credential":{"api_key":"a"},"credential":{"api_key":"b"}}`), "Authorization", "Bearer "+b.admin.APIKey)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)

@@ -158,7 +158,7 @@ func TestProvidersPatchPreconditions(t *testing.T) {
 	resp = b.patchModel(t, p.Id, `"`+p.Id+`:7"`, client.UpdateModelProviderRequest{Name: &name})
 	require.Equal(t, http.StatusPreconditionFailed, resp.StatusCode())
 
-	// Concurrent PATCHes with the same ETag: exactly one wins (RELIABILITY 26).
+	// Concurrent PATCHes with the same ETag: exactly one wins.
 	const n = 8
 	statuses := make([]int, n)
 	var wg sync.WaitGroup
@@ -182,7 +182,7 @@ func TestProvidersPatchPreconditions(t *testing.T) {
 	require.Equal(t, 2, got.JSON200.Version)
 	require.Equal(t, 2, b.auditCount(t, p.Id))
 
-	// Another workspace's id is 404 with and without If-Match, like a missing one (RELIABILITY 22).
+	// Another workspace's id is 404 with and without If-Match, like a missing one.
 	ws, err := b.api.CreateWorkspaceWithResponse(t.Context(), nil, client.CreateWorkspaceRequest{Name: "other"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, ws.StatusCode(), string(ws.Body))

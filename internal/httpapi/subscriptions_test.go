@@ -225,7 +225,7 @@ func TestSubscriptionsPatchAndDelete(t *testing.T) {
 	require.Equal(t, "subscription.updated:description,event_types,url", b.auditTrail(t, subID)[1])
 	sub = out
 
-	// RELIABILITY 26.
+	// Of writers holding one ETag, exactly one wins.
 	raceOnce(t, 6, http.StatusOK, func(i int) int {
 		status, _, _ := b.do(t, http.MethodPatch, path, map[string]any{"description": strings.Repeat("x", i+1)}, "If-Match", etag(sub))
 		return status
@@ -248,7 +248,8 @@ func TestSubscriptionsPatchAndDelete(t *testing.T) {
 	require.Equal(t, "subscription.deleted:", trail[len(trail)-1])
 }
 
-// TestSubscriptionsAcrossWorkspaces covers RELIABILITY 22 for subscriptions.
+// TestSubscriptionsAcrossWorkspaces: another workspace's subscription answers
+// exactly like a missing one.
 func TestSubscriptionsAcrossWorkspaces(t *testing.T) {
 	t.Parallel()
 	b := setupSubscriptions(t)

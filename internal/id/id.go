@@ -10,7 +10,7 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// Prefixes of the kinds of resources (DESIGN.md, Names).
+// Prefixes of the kinds of resources.
 const (
 	Organization = "org"
 	Workspace    = "ws"

@@ -1,5 +1,5 @@
 // Package idempotency makes retried creates safe: the Idempotency-Key header
-// of DESIGN.md (HTTP conventions), with the design in docs/decisions/0010.
+// (docs/decisions/0010-idempotency.md).
 //
 // A request that carries the header, on an operation whose contract declares
 // it, is recorded under a scope: the caller's workspace and principal, the

@@ -103,7 +103,7 @@ func TestListAndGetWorkspaces(t *testing.T) {
 	require.Equal(t, other.WorkspaceID, page.Items[0].Id)
 }
 
-// TestWorkspaceOfAnotherOrganizationIsAbsent is RELIABILITY row 22: every
+// TestWorkspaceOfAnotherOrganizationIsAbsent: every
 // operation on another organization's workspace answers exactly what an absent
 // id does, with or without If-Match, and changes nothing.
 func TestWorkspaceOfAnotherOrganizationIsAbsent(t *testing.T) {
@@ -174,7 +174,7 @@ func TestUpdateWorkspace(t *testing.T) {
 	require.Equal(t, "Secret project name", me.JSON200.Workspace.Name)
 }
 
-// TestConcurrentWorkspacePatch is RELIABILITY row 26: of writers holding the
+// TestConcurrentWorkspacePatch: of writers holding the
 // same ETag and released at the same moment, exactly one wins, the others get
 // 412, and the version moves by one.
 func TestConcurrentWorkspacePatch(t *testing.T) {

@@ -123,7 +123,7 @@ type AcceptInput struct {
 	ClientAddr  string
 }
 
-// maxNameRunes bounds display names (DESIGN.md: names are 1 to 200 characters).
+// maxNameRunes bounds display names (1 to 200 characters).
 const maxNameRunes = 200
 
 // Validate checks the token's presence and the optional fields' shape. Whether

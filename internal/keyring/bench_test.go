@@ -6,7 +6,7 @@ import (
 )
 
 // A provider credential is a small JSON object; sealing and opening one must stay
-// well under 20 µs (issue 4), since every probe and run opens credentials.
+// well under 20 µs, since every probe and run opens credentials.
 var benchCredential = []byte(`{"api_key":"sk-proj-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"}`)
 
 func benchRing(b *testing.B) *Ring {

@@ -1,6 +1,6 @@
 // Package labels holds the rules for resource labels and for the label
 // selectors of lists, shared by every labelled resource (agents, skills,
-// environment templates; SPEC 2.3, 4.3 and 8; DESIGN "HTTP conventions").
+// environment templates).
 //
 // Labels are a JSON object of at most MaxLabels string values. A key matches
 // ^[a-z0-9]([a-z0-9._/-]{0,62})$; a value is at most MaxValueChars printable
@@ -42,7 +42,7 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 )
 
-// Limits (SPEC 8).
+// Limits.
 const (
 	// MaxLabels is the number of labels a resource may carry.
 	MaxLabels = 32

@@ -10,8 +10,8 @@
 //   - builtin: its records are rows of memory_record in PostgreSQL. Deleting
 //     it deletes them in the same transaction.
 //
-// Reading and writing records belongs to runs (a later issue); here the
-// memory resource itself is created, listed, read, renamed and deleted.
+// Runs read and write records through the memory toolset (package
+// tool/memory); here the memory resource itself is created, listed, read, renamed and deleted.
 package memory
 
 import (

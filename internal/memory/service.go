@@ -186,7 +186,7 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, memoryID string, i
 		if err := resource.CheckIfMatch(ifMatch, row.ID, row.Version); err != nil {
 			return err
 		}
-		// Nothing a run depends on is deleted underneath it (SPEC 3.1).
+		// Nothing a run depends on is deleted underneath it.
 		used, err := s.q.MemoryUsedBy(ctx, tx, db.MemoryUsedByParams{WorkspaceID: row.WorkspaceID, MemoryID: row.ID})
 		switch {
 		case err == nil:

@@ -1,5 +1,5 @@
 // Package model manages models: a workspace's named use of a model provider
-// (SPEC 2.2; DESIGN "Models"). A model has no id; its key identifies it within
+// (docs/decisions/0014-models.md). A model has no id; its key identifies it within
 // the workspace and never changes. Its api is one of the provider type's model
 // APIs and its settings are validated by that API's schema.
 package model
@@ -20,11 +20,11 @@ import (
 	"github.com/svcdev/svc/internal/resource"
 )
 
-// keyPattern is the model key of SPEC 2.2. Go's regexp classes are ASCII-only
+// keyPattern is the model key. Go's regexp classes are ASCII-only
 // here, so look-alike letters of other scripts never match.
 var keyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,127}$`)
 
-// maxModelName is the limit on the vendor model name (DESIGN: names 1-200).
+// maxModelName is the limit on the vendor model name (1 to 200 characters).
 const maxModelName = 200
 
 // Model is the view of a model.
@@ -43,7 +43,7 @@ type Model struct {
 	UpdatedAt   time.Time
 }
 
-// ETag is the model's entity tag, `"<key>:<version>"` (SPEC 9.4).
+// ETag is the model's entity tag, `"<key>:<version>"`.
 func (m Model) ETag() string { return resource.ETag(m.Key, m.Version) }
 
 // Page is one page of a list, newest first; NextCursor is nil on the last page.

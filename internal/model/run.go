@@ -81,7 +81,7 @@ func (u *Unusable) refusal() error {
 
 // RequireUsable checks, in tx (the transaction that starts a run), that a run
 // may start on model key of the workspace: the rule of usable, refused with
-// 404 not_found or 409 disabled, and a provider type this build has (else 409
+// 404 not_found or 409 disabled, and a provider type this binary has (else 409
 // conflict). The provider is locked FOR SHARE, so a concurrent disable is
 // either seen or waits until tx ends.
 func RequireUsable(ctx context.Context, tx pgx.Tx, reg *catalog.Registry, workspaceID, key string) error {

@@ -26,8 +26,7 @@ func TestFileStore(t *testing.T) {
 }
 
 // TestFileStoreStaysInItsDirectory writes through every refused key next to
-// a sentinel tree and checks that nothing appeared outside the store
-// (RELIABILITY 19).
+// a sentinel tree and checks that nothing appeared outside the store.
 func TestFileStoreStaysInItsDirectory(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()

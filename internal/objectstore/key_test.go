@@ -9,7 +9,7 @@ import (
 )
 
 // TestKey: keys always start with their workspace, and ids that would steer
-// them elsewhere are refused (RELIABILITY 19).
+// them elsewhere are refused.
 func TestKey(t *testing.T) {
 	t.Parallel()
 	key, err := objectstore.Key("ws_01jd5v6w1q3yb8j8y3tn9z2k7h", "assets", "as_01jd5v6w1q3yb8j8y3tn9z2k7h")

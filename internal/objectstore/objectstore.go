@@ -1,5 +1,5 @@
-// Package objectstore keeps svc's bytes: assets now, and run checkpoints,
-// displays and skill packages later (SPEC 9.6). One small interface has two
+// Package objectstore keeps svc's bytes: assets (skill packages among
+// them) and run checkpoints. One small interface has two
 // implementations: a directory for a single machine (file://DIR) and an
 // S3-compatible bucket (s3://BUCKET[/PREFIX]).
 //

@@ -14,7 +14,7 @@ import (
 
 // Test sends the provider test of a provider of kind k in the caller's
 // workspace: one inexpensive probe with its stored configuration and secrets
-// (specification 4.2). It needs the run permission. A disabled provider is 409
+// (docs/decisions/0016-provider-tests.md). It needs the run permission. A disabled provider is 409
 // disabled; a type whose test is unsupported answers Unsupported without any
 // call. A secret that cannot be opened (its key left the ring) is a failed
 // result saying so, since resending the credential is the fix.

@@ -18,8 +18,8 @@ import (
 	"github.com/svcdev/svc/internal/secret"
 )
 
-// Update changes a provider of kind k in the caller's workspace (SPEC 2.5 view
-// rules 2 and 3). The If-Match check and the write happen on the row locked
+// Update changes a provider of kind k in the caller's workspace
+// (docs/decisions/0013-providers.md). The If-Match check and the write happen on the row locked
 // FOR NO KEY UPDATE in one transaction, so of two writers holding the same ETag
 // exactly one wins. A change to nothing keeps the version and records no audit
 // event; a resent secret counts as unchanged when it equals the stored one.
@@ -153,7 +153,7 @@ func (s *Service) validateUpdate(ctx context.Context, k catalog.Kind, row db.Pro
 	return s.validateConfig(ctx, t, cfg, cred)
 }
 
-// resendRequired enforces SPEC 2.5 rule 3: a config change (a new base URL,
+// resendRequired enforces that a config change (a new base URL,
 // say) must not silently carry the stored secrets to it, so every stored
 // secret must be replaced or removed in the same PATCH.
 func resendRequired(row db.Provider, in UpdateInput) error {

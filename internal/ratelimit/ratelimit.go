@@ -18,8 +18,8 @@
 // to a lease per process, never more.
 //
 // Rate limits protect the service; they are not a security boundary on their
-// own, and Redis holds nothing durable (the specification: while Redis is lost,
-// rate limits stop and everything else works). So every Redis failure allows
+// own, and Redis holds nothing durable (while Redis is lost, rate limits stop
+// and everything else works). So every Redis failure allows
 // the request. After a failure the limiter stops asking Redis for a moment,
 // so that an outage does not add a timeout to every request.
 package ratelimit

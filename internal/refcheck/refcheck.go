@@ -41,7 +41,8 @@ type External interface {
 	SkillPackage(ctx context.Context, tx pgx.Tx, workspaceID, assetID, field string) error
 }
 
-// None refuses every reference: none of these resources exist in this build.
+// None refuses every reference, as if none of these resources existed; it
+// serves callers that check no references.
 type None struct{}
 
 var _ External = None{}

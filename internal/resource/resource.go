@@ -36,7 +36,7 @@ func CheckIfMatch(ifMatch *string, id string, version int32) error {
 	return apperr.New(apperr.KindPreconditionFailed, "the resource changed since it was read (stale If-Match)")
 }
 
-// Page limits (DESIGN.md, HTTP conventions).
+// Page limits.
 const (
 	DefaultLimit = 50
 	MaxLimit     = 200
@@ -116,7 +116,7 @@ func SearchPattern(q *string) (string, error) {
 	return "%" + r.Replace(s) + "%", nil
 }
 
-// Text limits of names and descriptions (DESIGN "HTTP conventions").
+// Text limits of names and descriptions.
 const (
 	MaxNameChars        = 200
 	MaxDescriptionChars = 2000

@@ -29,7 +29,7 @@ type Published[C any] struct {
 //   - content identical to the current default revision (same content hash)
 //     creates nothing, whatever MakeDefault says: the default revision is
 //     returned and the head's version, ETag and audit trail are unchanged
-//     (SPEC 2.4, 3.2). References are not checked again: nothing new uses them;
+//     (docs/decisions/0020-agents-and-skills.md). References are not checked again: nothing new uses them;
 //   - otherwise references are checked, revision latest+1 is written, and the
 //     head's version moves (its latest revision number changed), with its
 //     default when MakeDefault is nil or true; the audit event is

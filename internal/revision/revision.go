@@ -1,5 +1,5 @@
 // Package revision is the machinery shared by the revisioned resources, agents
-// and skills (SPEC 2.4, 3.1, 3.2; docs/decisions/0020-agents-and-skills.md): a
+// and skills (docs/decisions/0020-agents-and-skills.md): a
 // head (name, description, labels, default revision, archived or not) plus
 // immutable numbered revisions holding a configuration. A kind contributes only
 // its configuration: how to validate and normalize it, and how to check the
@@ -36,7 +36,7 @@ const (
 	KindSkill Kind = "skill"
 )
 
-// Prefix is the id prefix of the kind's heads (DESIGN "Names").
+// Prefix is the id prefix of the kind's heads.
 func (k Kind) Prefix() string {
 	if k == KindAgent {
 		return "ap"

@@ -244,14 +244,14 @@ func (s *Service[C]) Update(ctx context.Context, c *auth.Caller, in UpdateInput)
 }
 
 // Archive archives a head: new runs of it, and new references to it, are
-// refused. Archiving an archived head changes nothing (SPEC 3.2: archive has
-// no condition) and answers the head as it is.
+// refused. Archiving an archived head changes nothing (archive has no
+// condition) and answers the head as it is.
 func (s *Service[C]) Archive(ctx context.Context, c *auth.Caller, headID string, ifMatch *string) (Head, error) {
 	return s.setArchived(ctx, c, headID, ifMatch, true)
 }
 
 // Unarchive makes an archived head active again; a head that is not archived
-// is 409 conflict (SPEC 3.2: only an archived head can be unarchived).
+// is 409 conflict (only an archived head can be unarchived).
 func (s *Service[C]) Unarchive(ctx context.Context, c *auth.Caller, headID string, ifMatch *string) (Head, error) {
 	return s.setArchived(ctx, c, headID, ifMatch, false)
 }

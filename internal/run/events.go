@@ -11,7 +11,8 @@ import (
 	"github.com/svcdev/svc/gen/db"
 )
 
-// Event types of a thread's stream (DESIGN "Threads and runs").
+// Event types of a thread's stream
+// (docs/decisions/0032-threads-runs-api-and-streams.md).
 const (
 	EventRunStatus        = "run.status"
 	EventMessageDelta     = "message.delta"

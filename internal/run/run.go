@@ -21,7 +21,7 @@ import (
 // Status is where a run is in its life.
 type Status string
 
-// The run statuses (DESIGN "Threads and runs").
+// The run statuses (docs/decisions/0027-runs-and-workers.md).
 const (
 	StatusAccepted  Status = "accepted"
 	StatusRunning   Status = "running"

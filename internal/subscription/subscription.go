@@ -1,6 +1,6 @@
 // Package subscription manages webhook subscriptions: an HTTPS endpoint of
-// the workspace's and the event types it wants (DESIGN "Webhooks"). Every
-// operation needs the admin permission (SPEC 2.1, 5.3).
+// the workspace's and the event types it wants (docs/decisions/0022-webhooks.md). Every
+// operation needs the admin permission.
 //
 // Each subscription has a signing secret in the Standard Webhooks format,
 // `whsec_` and the base64 of 32 random bytes. It is shown once, in the
@@ -23,8 +23,8 @@ import (
 	"github.com/svcdev/svc/internal/resource"
 )
 
-// EventTypes are the webhook event types a subscription can ask for (DESIGN
-// "Webhooks"), sorted.
+// EventTypes are the webhook event types a subscription can ask for
+// (docs/decisions/0022-webhooks.md), sorted.
 var EventTypes = []string{
 	"agent.revision_published",
 	"environment.deleted",

@@ -129,7 +129,7 @@ func TestRunOnce(t *testing.T) {
 		require.Equal(t, 2.0, bundle.a.count("ok"))
 	})
 
-	// RELIABILITY row 2: an expired claim passes to another replica.
+	// An expired claim passes to another replica.
 	t.Run("TakeoverAfterExpiry", func(t *testing.T) {
 		t.Parallel()
 

@@ -11,7 +11,7 @@ import (
 	"github.com/svcdev/svc/internal/outbox"
 )
 
-// Event types (DESIGN "Webhooks"), named noun.verb. Run, thread and
+// Event types (docs/decisions/0022-webhooks.md), named noun.verb. Run, thread and
 // environment events are emitted by the code that runs them.
 const (
 	RunAccepted            = "run.accepted"

@@ -1,5 +1,5 @@
 -- +goose Up
--- Idempotency-Key records (DESIGN.md, HTTP conventions; docs/decisions/0010).
+-- Idempotency-Key records (docs/decisions/0010-idempotency.md).
 -- A record is scoped to the caller (workspace and principal), the operation
 -- (method and route template) and the SHA-256 of the client's key. It is
 -- in_progress while the first request runs, then completed with the response,

@@ -1,11 +1,11 @@
 -- +goose Up
 -- Providers: configured accounts of external services, one collection per kind
--- (SPEC 2.5; docs/decisions/0013-providers.md). Secrets are sealed with the key
+-- (docs/decisions/0013-providers.md). Secrets are sealed with the key
 -- ring, bound to the row's id as associated data, and never leave the service:
 -- credential holds the sealed JSON credential (null when none), extra_headers the
 -- sealed JSON object of a model provider's extra headers (null when none), whose
 -- names alone are kept in clear in extra_header_names for the view.
--- Providers are never deleted (SPEC 3.2).
+-- Providers are never deleted.
 CREATE TABLE provider (
     id                 text        PRIMARY KEY,
     workspace_id       text        NOT NULL REFERENCES workspace (id),

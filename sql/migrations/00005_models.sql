@@ -1,6 +1,5 @@
 -- +goose Up
--- Models: a workspace's named use of a model provider (SPEC 2.2; DESIGN "Models";
--- docs/decisions/0014-models.md). A model has no id: its key is the identifier,
+-- Models: a workspace's named use of a model provider (docs/decisions/0014-models.md). A model has no id: its key is the identifier,
 -- unique within the workspace and never changed, so (workspace_id, key) is the
 -- primary key. settings were validated by the provider type's per-API schema
 -- when written.

@@ -1,9 +1,9 @@
 -- +goose Up
--- Agents and skills: revisioned resources (SPEC 2.4, 3.1, 3.2; DESIGN "Resource
--- behaviour beyond the spec"; docs/decisions/0020-agents-and-skills.md). Both
+-- Agents and skills: revisioned resources
+-- (docs/decisions/0020-agents-and-skills.md). Both
 -- kinds share one shape, so they share these tables: a head (name, description,
 -- labels, the default revision, archived or not) plus immutable numbered
--- revisions holding the configuration. Heads are never deleted (SPEC 3.1), and
+-- revisions holding the configuration. Heads are never deleted, and
 -- revisions are never changed or deleted: runs pin them.
 
 -- Trigram indexes serve the lists' case-insensitive substring search (q). The

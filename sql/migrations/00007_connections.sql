@@ -1,6 +1,6 @@
 -- +goose Up
 -- Connections: a workspace's connected account at an app, made through a
--- connector provider (SPEC 2.3, 3.1, 3.2; docs/decisions/0019-connections.md).
+-- connector provider (docs/decisions/0019-connections.md).
 -- app names the app (the vendor's toolkit slug, e.g. github) and never changes;
 -- account is the vendor's user under which the account is connected (null until
 -- known). credential is the sealed JSON credential, bound to the row's id as

@@ -1,5 +1,5 @@
 -- +goose Up
--- Live resources of a workspace that change in place (SPEC 3.1): environment
+-- Live resources of a workspace that change in place: environment
 -- templates and their environments, memories (with the built-in memories'
 -- records) and webhook subscriptions (docs/decisions/0018-templates-memories-subscriptions.md).
 -- Every list is per workspace, newest first: keyset on id DESC (ids are
@@ -40,8 +40,8 @@ CREATE INDEX environment_template_labels_idx ON environment_template
     USING gin ((labels || jsonb_object(ARRAY['', workspace_id])) jsonb_path_ops);
 CREATE INDEX environment_template_provider_idx ON environment_template (provider_id);
 
--- An environment: one instance of a template on its provider, made by a run
--- (a later issue). vendor_handle is the provider's opaque reference to it
+-- An environment: one instance of a template on its provider, made by a run.
+-- vendor_handle is the provider's opaque reference to it
 -- (container id, sandbox id...), null until the vendor answered; it is never
 -- shown. DELETE moves it to `deleting`; the maintain_environments sweep
 -- destroys the vendor's instance and sets `deleted`. Rows stay as history.
@@ -87,8 +87,8 @@ CREATE TABLE memory (
 CREATE INDEX memory_workspace_idx ON memory (workspace_id, id DESC);
 CREATE INDEX memory_provider_idx ON memory (provider_id) WHERE provider_id IS NOT NULL;
 
--- The records of builtin memories, stored in PostgreSQL. Reading and writing
--- them belongs to runs (a later issue); the table exists so that deleting a
+-- The records of builtin memories, stored in PostgreSQL. Runs read and
+-- write them through the memory toolset; the table exists so that deleting a
 -- builtin memory deletes its records in the same transaction. Ids are
 -- kind-prefixed like every other id. The foreign key does not cascade: the
 -- memory's delete removes the records explicitly, and any other path that

@@ -2,7 +2,7 @@
 -- Assets: files a workspace uploads, kept in the object store under
 -- ws/<workspace_id>/assets/<id> (docs/decisions/0017-object-store-and-assets.md).
 -- An asset row exists only once its whole content is stored: size and sha256
--- are those of the stored bytes. DELETE retires an asset (SPEC 3.2): the row
+-- are those of the stored bytes. DELETE retires an asset: the row
 -- and its content stay, readable for history, and new references are refused.
 CREATE TABLE asset (
     id            text        PRIMARY KEY,

@@ -1,5 +1,6 @@
 // Package template manages environment templates: how a workspace makes
-// environments on one of its environment providers (SPEC 2.3, 3.1, 3.2, 4.3).
+// environments on one of its environment providers
+// (docs/decisions/0018-templates-memories-subscriptions.md).
 // A template's config is validated by its provider type's environment schema;
 // its idle thresholds tell the maintain_environments sweep when to stop and
 // when to delete an idle environment; its labels (internal/labels) and name

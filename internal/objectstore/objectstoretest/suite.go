@@ -232,7 +232,7 @@ func Run(t *testing.T, newStore Factory, hooks Hooks) {
 	})
 }
 
-// InvalidKeys are keys every store refuses (RELIABILITY 19).
+// InvalidKeys are keys every store refuses.
 var InvalidKeys = []string{
 	"", "/ws/a/b", "ws", "ws/a", "assets/a/b", "ws/../b", "ws/a/../b", "ws/a/b/..", "ws/a/./b",
 	"ws//b", "ws/a//b", "ws/a/b/", `ws/a\b`, `ws\a\b`, "ws/a/b\x00", "ws/a/.hidden", "ws/a/%2e%2e",

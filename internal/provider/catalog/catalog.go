@@ -17,7 +17,7 @@ import (
 // Kind is the kind of a provider: which collection it lives in and what uses it.
 type Kind string
 
-// The provider kinds, in the order the specification lists them.
+// The provider kinds, in the order the API lists them.
 const (
 	KindModel       Kind = "model"
 	KindWeb         Kind = "web"
@@ -53,7 +53,7 @@ const (
 type ProbeKind string
 
 // The probe kinds. Only ProbeUnsupported answers `unsupported`; the others can
-// answer `succeeded` or `failed` (specification 4.2, rules 1-5).
+// answer `succeeded` or `failed` (docs/decisions/0016-provider-tests.md).
 const (
 	// ProbeUnsupported: the test answers `unsupported` without any request.
 	ProbeUnsupported ProbeKind = "unsupported"

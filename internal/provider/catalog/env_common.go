@@ -1,8 +1,8 @@
 package catalog
 
 // envType declares an environment vendor. Only the container-engine type can be
-// probed; every other environment type's test is unsupported (specification 4.2
-// rule 3), which the vendor files state explicitly.
+// probed; every other environment type's test is unsupported
+// (docs/decisions/0016-provider-tests.md), which the vendor files state explicitly.
 func envType(id, name string, config, credential *Schema, credentialRequired bool, setupURL string, probe ProbeKind, env Environment) Type {
 	return Type{
 		ID: id, DisplayName: name, Kind: KindEnvironment,

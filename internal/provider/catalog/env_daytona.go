@@ -1,7 +1,7 @@
 package catalog
 
-// daytona is Daytona sandboxes. The test is unsupported (specification 4.2
-// rule 3).
+// daytona is Daytona sandboxes. The test is unsupported
+// (docs/decisions/0016-provider-tests.md).
 func daytona() Type {
 	return envType("daytona", "Daytona", object(props{
 		"api_url": url("API URL.", "https://app.daytona.io/api"),

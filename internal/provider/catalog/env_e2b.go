@@ -1,7 +1,7 @@
 package catalog
 
 // e2b is E2B cloud sandboxes; pausing serves as stop. The test is
-// unsupported (specification 4.2 rule 3).
+// unsupported (docs/decisions/0016-provider-tests.md).
 func e2b() Type {
 	return envType("e2b", "E2B", object(props{
 		"api_url": url("API URL.", "https://api.e2b.app"),

@@ -1,7 +1,7 @@
 package catalog
 
 // flyMachines is Fly.io Machines in one app. The test is unsupported
-// (specification 4.2 rule 3).
+// (docs/decisions/0016-provider-tests.md).
 func flyMachines() Type {
 	return envType("fly_machines", "Fly Machines", object(props{
 		"app_name": pattern("Fly app the machines are created in.", `^[a-z0-9][a-z0-9-]{1,62}$`),

@@ -1,7 +1,8 @@
 package catalog
 
 // kubernetes runs each environment as a pod in one namespace. Pods cannot be
-// stopped, only deleted. The test is unsupported (specification 4.2 rule 3).
+// stopped, only deleted. The test is unsupported
+// (docs/decisions/0016-provider-tests.md).
 func kubernetes() Type {
 	return envType("kubernetes", "Kubernetes", object(props{
 		"api_server": url("API server URL, e.g. https://10.0.0.1:6443.", ""),

@@ -1,7 +1,8 @@
 package catalog
 
 // modal is Modal sandboxes; they end (terminate) but cannot be stopped and
-// resumed. The test is unsupported (specification 4.2 rule 3).
+// resumed. The test is unsupported
+// (docs/decisions/0016-provider-tests.md).
 func modal() Type {
 	return envType("modal", "Modal", object(props{
 		"environment": str("Modal environment the sandboxes run in; the workspace default when left out."),

@@ -1,7 +1,7 @@
 package catalog
 
 // runloop is Runloop devboxes; suspending serves as stop. The test is
-// unsupported (specification 4.2 rule 3).
+// unsupported (docs/decisions/0016-provider-tests.md).
 func runloop() Type {
 	return envType("runloop", "Runloop", object(props{
 		"base_url": url("API base URL.", "https://api.runloop.ai"),

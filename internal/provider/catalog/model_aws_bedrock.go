@@ -2,7 +2,7 @@ package catalog
 
 // awsBedrock is Amazon Bedrock, a cloud platform: requests are SigV4-signed,
 // and listing foundation models proves little about model access, so the test
-// is unsupported (specification 4.2 rule 2).
+// is unsupported (docs/decisions/0016-provider-tests.md).
 func awsBedrock() Type {
 	return Type{
 		ID: "aws_bedrock", DisplayName: "Amazon Bedrock", Kind: KindModel,

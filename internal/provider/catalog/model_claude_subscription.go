@@ -3,7 +3,7 @@ package catalog
 // claudeSubscription uses a Claude Pro or Max subscription through an OAuth
 // token from `claude setup-token` (Claude Code) instead of an API key. The
 // subscription login cannot be probed without spending usage, so the test is
-// unsupported (specification 4.2 rule 2).
+// unsupported (docs/decisions/0016-provider-tests.md).
 func claudeSubscription() Type {
 	return Type{
 		ID: "claude_subscription", DisplayName: "Claude subscription", Kind: KindModel,

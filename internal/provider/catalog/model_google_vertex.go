@@ -2,7 +2,7 @@ package catalog
 
 // googleVertex is Vertex AI, a cloud platform: Gemini models through
 // generateContent and Claude models through Messages. The test is unsupported
-// (specification 4.2 rule 2).
+// (docs/decisions/0016-provider-tests.md).
 func googleVertex() Type {
 	return Type{
 		ID: "google_vertex", DisplayName: "Google Vertex AI", Kind: KindModel,

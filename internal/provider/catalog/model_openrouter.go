@@ -1,7 +1,7 @@
 package catalog
 
 // openRouter is the OpenRouter aggregator. The test is unsupported
-// (specification 4.2 rule 2): its model list is public, so a probe would not
+// (docs/decisions/0016-provider-tests.md): its model list is public, so a probe would not
 // prove the key.
 func openRouter() Type {
 	return Type{

@@ -2,7 +2,7 @@ package catalog
 
 // portkey is the Portkey AI gateway, an aggregator: requests carry the Portkey
 // key and name the upstream by a virtual key or a gateway config. The test is
-// unsupported (specification 4.2 rule 2).
+// unsupported (docs/decisions/0016-provider-tests.md).
 func portkey() Type {
 	return Type{
 		ID: "portkey", DisplayName: "Portkey", Kind: KindModel,

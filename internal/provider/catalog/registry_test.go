@@ -74,7 +74,8 @@ func TestParseKind(t *testing.T) {
 	}
 }
 
-// TestTestSupportedFollowsSpecRules checks specification 4.2 rules 1-3 and that
+// TestTestSupportedFollowsSpecRules checks which types cannot be probed
+// (docs/decisions/0016-provider-tests.md) and that
 // everything else (docker, memory, connector, the other model types) can probe.
 func TestTestSupportedFollowsSpecRules(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,7 @@
 package catalog
 
 // webType declares a web vendor. The provider test of web types is always
-// unsupported (specification 4.2 rule 1).
+// unsupported (docs/decisions/0016-provider-tests.md).
 func webType(id, name string, config, credential *Schema, credentialRequired bool, setupURL string, ops ...Operation) Type {
 	return Type{
 		ID: id, DisplayName: name, Kind: KindWeb,

@@ -11,8 +11,7 @@ import (
 )
 
 // enginePing sends GET /_ping (under /v{api_version} when the config pins a
-// version) to a container engine. The ping creates nothing (specification 4.2,
-// rule 4). The engine answers "OK" with an Api-Version header.
+// version) to a container engine. The ping creates nothing. The engine answers "OK" with an Api-Version header.
 func (p *Prober) enginePing(ctx context.Context, t Target) Result {
 	vars := templateVars(t, nil)
 	tlsConfig, err := engineTLS(t.Credential)

@@ -1,7 +1,7 @@
 // Package probe sends the provider test (POST …/{provider_id}/test): one
 // inexpensive request with a provider's stored configuration and credential,
 // bounded by providers.probe_timeout_seconds, whose outcome is `succeeded`,
-// `failed` with a message, or `unsupported` (specification 4.2, rules 1-5).
+// `failed` with a message, or `unsupported` (docs/decisions/0016-provider-tests.md).
 //
 // What each type sends is declared with the type (catalog.Type.Probe and
 // catalog.Type.Request): an authenticated read for model types and the
@@ -38,7 +38,7 @@ import (
 // Outcome is the result of a provider test.
 type Outcome string
 
-// The outcomes of the specification.
+// The outcomes of a provider test.
 const (
 	Succeeded   Outcome = "succeeded"
 	Failed      Outcome = "failed"

@@ -98,7 +98,7 @@ func (in *Instance) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	}
 	runCtx, cancel := context.WithTimeout(ctx, in.timeout(c.Timeout))
 	defer cancel()
-	stdout, stderr := &capped{limit: limit}, &capped{limit: limit}
+	stdout, stderr := sandbox.NewCappedWriter(limit), sandbox.NewCappedWriter(limit)
 	start := time.Now()
 	var streamErr error
 	if c.Stdin != nil {
@@ -107,8 +107,8 @@ func (in *Instance) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 		streamErr = in.stream(runCtx, execID, stdout, stderr)
 	}
 	res := sandbox.Result{
-		Stdout: stdout.buf.Bytes(), StdoutTruncated: stdout.truncated,
-		Stderr: stderr.buf.Bytes(), StderrTruncated: stderr.truncated,
+		Stdout: stdout.Bytes(), StdoutTruncated: stdout.Truncated(),
+		Stderr: stderr.Bytes(), StderrTruncated: stderr.Truncated(),
 		Duration: time.Since(start),
 	}
 	if runCtx.Err() != nil {
@@ -299,23 +299,4 @@ func (in *Instance) kill(ctx context.Context, token string) error {
 		return err
 	}
 	return in.stream(ctx, execID, io.Discard, io.Discard)
-}
-
-// capped keeps the first limit bytes written and counts the rest away.
-type capped struct {
-	limit     int
-	buf       bytes.Buffer
-	truncated bool
-}
-
-func (w *capped) Write(p []byte) (int, error) {
-	if room := w.limit - w.buf.Len(); room > 0 {
-		w.buf.Write(p[:min(room, len(p))])
-		if len(p) > room {
-			w.truncated = true
-		}
-	} else if len(p) > 0 {
-		w.truncated = true
-	}
-	return len(p), nil
 }

@@ -1,7 +1,6 @@
 package hosted
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -110,25 +109,6 @@ func checkWrite(data []byte) error {
 		return fmt.Errorf("%w: %d bytes (at most %d)", ErrTooLarge, len(data), sandbox.MaxWriteBytes)
 	}
 	return nil
-}
-
-// capped keeps the first limit bytes written and counts the rest away.
-type capped struct {
-	limit     int
-	buf       bytes.Buffer
-	truncated bool
-}
-
-func (w *capped) Write(p []byte) (int, error) {
-	if room := w.limit - w.buf.Len(); room > 0 {
-		w.buf.Write(p[:min(room, len(p))])
-		if len(p) > room {
-			w.truncated = true
-		}
-	} else if len(p) > 0 {
-		w.truncated = true
-	}
-	return len(p), nil
 }
 
 // clip cuts a whole output the vendor returned to limit bytes.

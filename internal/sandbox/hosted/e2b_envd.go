@@ -77,7 +77,7 @@ func (e *e2bInstance) Run(ctx context.Context, c sandbox.Command) (sandbox.Resul
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("envhosted: e2b: encode command: %w", err)
 	}
-	stdout, stderr := &capped{limit: p.limit}, &capped{limit: p.limit}
+	stdout, stderr := sandbox.NewCappedWriter(p.limit), sandbox.NewCappedWriter(p.limit)
 	var (
 		pid      uint32
 		end      *processEvent
@@ -125,8 +125,8 @@ func (e *e2bInstance) Run(ctx context.Context, c sandbox.Command) (sandbox.Resul
 	})
 	res := sandbox.Result{
 		ExitCode: -1,
-		Stdout:   stdout.buf.Bytes(), StdoutTruncated: stdout.truncated,
-		Stderr: stderr.buf.Bytes(), StderrTruncated: stderr.truncated,
+		Stdout:   stdout.Bytes(), StdoutTruncated: stdout.Truncated(),
+		Stderr: stderr.Bytes(), StderrTruncated: stderr.Truncated(),
 		Duration: time.Since(start),
 	}
 	if end != nil {

@@ -38,7 +38,7 @@ func (i *kubeInstance) Close() error { return nil }
 
 // kubeOutput is a finished exec.
 type kubeOutput struct {
-	stdout, stderr *capped
+	stdout, stderr *sandbox.CappedWriter
 	exit           int
 	timedOut       bool // wait passed before the status came
 }
@@ -47,7 +47,7 @@ type kubeOutput struct {
 // hasIn, keeping outLimit bytes of stdout and errLimit of stderr, for at
 // most wait.
 func (i *kubeInstance) exec(ctx context.Context, argv []string, stdin []byte, hasIn bool, outLimit, errLimit int, wait time.Duration) (kubeOutput, error) {
-	out := kubeOutput{stdout: &capped{limit: outLimit}, stderr: &capped{limit: errLimit}, exit: -1}
+	out := kubeOutput{stdout: sandbox.NewCappedWriter(outLimit), stderr: sandbox.NewCappedWriter(errLimit), exit: -1}
 	q := url.Values{"container": {kubeContainer}, "stdout": {"true"}, "stderr": {"true"}, "command": argv}
 	if hasIn {
 		q.Set("stdin", "true")
@@ -127,8 +127,8 @@ func (i *kubeInstance) Run(ctx context.Context, c sandbox.Command) (sandbox.Resu
 	out, err := i.exec(ctx, argv, p.stdin, p.hasIn, p.limit, p.limit, p.timeout+execGrace)
 	res := sandbox.Result{
 		ExitCode: out.exit,
-		Stdout:   out.stdout.buf.Bytes(), StdoutTruncated: out.stdout.truncated,
-		Stderr: out.stderr.buf.Bytes(), StderrTruncated: out.stderr.truncated,
+		Stdout:   out.stdout.Bytes(), StdoutTruncated: out.stdout.Truncated(),
+		Stderr: out.stderr.Bytes(), StderrTruncated: out.stderr.Truncated(),
 		Duration: time.Since(start), TimedOut: out.timedOut,
 	}
 	if err != nil {
@@ -177,11 +177,11 @@ func (i *kubeInstance) ReadFile(ctx context.Context, name string, limit int64) (
 	if out.exit == missingExit {
 		return sandbox.File{}, fmt.Errorf("%w: %q", sandbox.ErrNotFound, name)
 	}
-	size, serr := strconv.ParseInt(strings.TrimSpace(out.stderr.buf.String()), 10, 64)
+	size, serr := strconv.ParseInt(strings.TrimSpace(out.stderr.String()), 10, 64)
 	if out.exit != 0 || out.timedOut || serr != nil {
 		return sandbox.File{}, &Error{Vendor: TypeKubernetes, Op: "read file", Msg: "the container could not read the file"}
 	}
-	data := out.stdout.buf.Bytes()
+	data := out.stdout.Bytes()
 	return sandbox.File{Data: data, Size: size, Truncated: size > int64(len(data))}, nil
 }
 
@@ -201,7 +201,7 @@ func (i *kubeInstance) List(ctx context.Context, dir string) ([]sandbox.Entry, e
 	if out.exit != 0 || out.timedOut {
 		return nil, &Error{Vendor: TypeKubernetes, Op: "list directory", Msg: "find failed"}
 	}
-	return parseFindListing(out.stdout.buf.String()), nil
+	return parseFindListing(out.stdout.String()), nil
 }
 
 var _ sandbox.Instance = (*kubeInstance)(nil)

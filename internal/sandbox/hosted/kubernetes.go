@@ -244,8 +244,8 @@ func (d *Kubernetes) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Han
 	if err != nil {
 		return nil, err
 	}
-	home := strings.TrimRight(string(out.stdout.buf.Bytes()), "/")
-	if out.exit != 0 || !strings.HasPrefix(string(out.stdout.buf.Bytes()), "/") {
+	home := strings.TrimRight(string(out.stdout.Bytes()), "/")
+	if out.exit != 0 || !strings.HasPrefix(string(out.stdout.Bytes()), "/") {
 		home = "/tmp" // no HOME: a directory every image has and the user can write
 	} else if home == "" {
 		home = "/"

@@ -56,7 +56,7 @@ func (i *modalInstance) exec(ctx context.Context, script string, stdin []byte, h
 	if err := i.putInput(ctx, id, stdin, hasIn); err != nil {
 		return modalExecResult{}, err
 	}
-	stdout, stderr := &capped{limit: limit}, &capped{limit: limit}
+	stdout, stderr := sandbox.NewCappedWriter(limit), sandbox.NewCappedWriter(limit)
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	// A stream that fails ends the other: the command's output is lost
@@ -65,7 +65,7 @@ func (i *modalInstance) exec(ctx context.Context, script string, stdin []byte, h
 	defer stop()
 	for n, s := range []struct {
 		fd uint64
-		w  *capped
+		w  *sandbox.CappedWriter
 	}{{modalStdout, stdout}, {modalStderr, stderr}} {
 		wg.Go(func() {
 			if errs[n] = i.output(octx, id, s.fd, s.w); errs[n] != nil {
@@ -89,8 +89,8 @@ func (i *modalInstance) exec(ctx context.Context, script string, stdin []byte, h
 		return modalExecResult{}, err
 	}
 	return modalExecResult{
-		stdout: stdout.buf.Bytes(), stderr: stderr.buf.Bytes(),
-		stdoutCut: stdout.truncated, stderrCut: stderr.truncated, code: code,
+		stdout: stdout.Bytes(), stderr: stderr.Bytes(),
+		stdoutCut: stdout.Truncated(), stderrCut: stderr.Truncated(), code: code,
 	}, nil
 }
 
@@ -118,7 +118,7 @@ func (i *modalInstance) putInput(ctx context.Context, execID string, data []byte
 // output reads one stream of the exec into w. Each ContainerExecGetOutput
 // call long-polls; it is made again from the last batch seen until a batch
 // carries the exit code, which ends the stream.
-func (i *modalInstance) output(ctx context.Context, execID string, fd uint64, w *capped) error {
+func (i *modalInstance) output(ctx context.Context, execID string, fd uint64, w *sandbox.CappedWriter) error {
 	const op = "read command output"
 	var last uint64
 	for {

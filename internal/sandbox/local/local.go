@@ -1,4 +1,5 @@
-// Package local implements the `local` environment type (issue 7): an
+// Package local implements the `local` environment type
+// (docs/decisions/0026-local-environment.md): an
 // environment is a working folder on the worker's host, and its tools run a
 // command as a subprocess in that folder (with a time-out, captured output and
 // resource limits) and read, write and list files confined to it.

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svcdev/svc/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -97,7 +98,7 @@ func (e *Env) Run(ctx context.Context, c Command) (Result, error) {
 		limit = DefaultOutputLimit
 	}
 	limit = min(limit, MaxOutputLimit)
-	stdout, stderr := &capped{limit: limit}, &capped{limit: limit}
+	stdout, stderr := sandbox.NewCappedWriter(limit), sandbox.NewCappedWriter(limit)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	runCtx, cancel := context.WithTimeout(ctx, e.timeout(c.Timeout))
@@ -144,8 +145,8 @@ func (e *Env) Run(ctx context.Context, c Command) (Result, error) {
 
 	res := Result{
 		ExitCode: cmd.ProcessState.ExitCode(),
-		Stdout:   stdout.buf.Bytes(), StdoutTruncated: stdout.truncated,
-		Stderr: stderr.buf.Bytes(), StderrTruncated: stderr.truncated,
+		Stdout:   stdout.Bytes(), StdoutTruncated: stdout.Truncated(),
+		Stderr: stderr.Bytes(), StderrTruncated: stderr.Truncated(),
 		Duration: dur,
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -288,23 +289,4 @@ func waitExitNoReap(pid int) error {
 // (ESRCH) is not an error.
 func killGroup(pid int) {
 	_ = unix.Kill(-pid, unix.SIGKILL)
-}
-
-// capped keeps the first limit bytes written and counts the rest away.
-type capped struct {
-	limit     int
-	buf       bytes.Buffer
-	truncated bool
-}
-
-func (w *capped) Write(p []byte) (int, error) {
-	if room := w.limit - w.buf.Len(); room > 0 {
-		w.buf.Write(p[:min(room, len(p))])
-		if len(p) > room {
-			w.truncated = true
-		}
-	} else if len(p) > 0 {
-		w.truncated = true
-	}
-	return len(p), nil
 }
