@@ -179,11 +179,12 @@ func (a *App) Start(ctx context.Context) error {
 		Control: a.role.Control(), Health: a.Health, Log: a.log, Metrics: a.Metrics,
 		RequestBytes: a.cfg.Limits.RequestBytes,
 		Bodies: reqbody.Limits{
-			Grace:                  a.cfg.Server.BodyReadTimeout,
-			MinBytesPerSecond:      a.cfg.Server.BodyMinBytesPerSecond,
-			UnauthenticatedTimeout: a.cfg.Server.UnauthenticatedBodyTimeout,
-			UnauthenticatedBytes:   a.cfg.Limits.UnauthenticatedBodyBytes,
-			UnauthenticatedBodies:  a.cfg.Limits.UnauthenticatedBodies,
+			Grace:                          a.cfg.Server.BodyReadTimeout,
+			MinBytesPerSecond:              a.cfg.Server.BodyMinBytesPerSecond,
+			UnauthenticatedTimeout:         a.cfg.Server.UnauthenticatedBodyTimeout,
+			UnauthenticatedBytes:           a.cfg.Limits.UnauthenticatedBodyBytes,
+			UnauthenticatedBodies:          a.cfg.Limits.UnauthenticatedBodies,
+			UnauthenticatedBodiesPerClient: a.cfg.Limits.UnauthenticatedBodiesPerClient,
 		},
 	}
 	if a.role.Control() {

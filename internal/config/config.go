@@ -258,6 +258,9 @@ type Limits struct {
 	// UnauthenticatedBodies bounds how many such bodies one process reads
 	// at once; more are refused with 503 before they are read.
 	UnauthenticatedBodies int `koanf:"unauthenticated_bodies"`
+	// UnauthenticatedBodiesPerClient bounds how many of them one client
+	// address holds at once (docs/decisions/0041).
+	UnauthenticatedBodiesPerClient int `koanf:"unauthenticated_bodies_per_client"`
 	// WorkspaceMaxWaitingRuns bounds a workspace's runs that wait for a
 	// worker: a request that would start one more is refused (429).
 	WorkspaceMaxWaitingRuns int `koanf:"workspace_max_waiting_runs"`
@@ -376,6 +379,7 @@ func Default() Config {
 			SubscriptionsPerWorkspace:                       20,
 			UnauthenticatedBodyBytes:                        16 << 10,
 			UnauthenticatedBodies:                           64,
+			UnauthenticatedBodiesPerClient:                  8,
 			WorkspaceMaxWaitingRuns:                         1000,
 		},
 		Log: Log{Level: "info", Format: "json"},

@@ -116,6 +116,7 @@ func (c *Config) Validate() error {
 	v.positive("limits.subscriptions_per_workspace", c.Limits.SubscriptionsPerWorkspace)
 	v.positive64("limits.unauthenticated_body_bytes", c.Limits.UnauthenticatedBodyBytes)
 	v.positive("limits.unauthenticated_bodies", c.Limits.UnauthenticatedBodies)
+	v.positive("limits.unauthenticated_bodies_per_client", c.Limits.UnauthenticatedBodiesPerClient)
 	v.positive("limits.workspace_max_waiting_runs", c.Limits.WorkspaceMaxWaitingRuns)
 
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"github.com/labstack/echo/v4"
 
+	"github.com/svcdev/svc/internal/ratelimit"
 	"github.com/svcdev/svc/internal/reqbody"
 )
 
@@ -13,11 +14,15 @@ import (
 // is still unread closes the connection: Go's server would otherwise read
 // (up to 256 KiB of) the rest of the body before sending the answer, so a
 // refusal would wait for a client that may never send it.
-func guardBodies(g *reqbody.Guard) echo.MiddlewareFunc {
+func guardBodies(g *reqbody.Guard, clients *ratelimit.Clients) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			res := c.Response()
-			b := g.Wrap(res.Writer, c.Request())
+			var client string
+			if clients != nil {
+				client = clients.Addr(c.Request())
+			}
+			b := g.Wrap(res.Writer, c.Request(), client)
 			if b == nil {
 				return next(c)
 			}

@@ -288,3 +288,40 @@ func gauge(t *testing.T, m *metrics.Metrics, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// TestOneClientCannotHoldEveryUnauthenticatedSlot: one client address
+// holds at most limits.unauthenticated_bodies_per_client of the slots for
+// bodies without credentials; its next body is refused at once, while
+// another client's body is still read.
+func TestOneClientCannotHoldEveryUnauthenticatedSlot(t *testing.T) {
+	t.Parallel()
+	b := setupBodies(t, func(c *config.Config) {
+		c.Limits.UnauthenticatedBodies = 4
+		c.Limits.UnauthenticatedBodiesPerClient = 2
+		c.Server.UnauthenticatedBodyTimeout = 3 * time.Second
+		c.Server.TrustedProxies = []string{"127.0.0.0/8"}
+	})
+	m := b.h.App.Metrics
+	from := func(addr string, length int) string {
+		return jsonHead("POST", "/api/v1/invitations/accept", length, "X-Forwarded-For", addr)
+	}
+	held := []*rawConn{b.open(t, from("203.0.113.7", 1000), `{"token":"`), b.open(t, from("203.0.113.7", 1000), `{"token":"`)}
+	require.Eventually(t, func() bool { return gauge(t, m, "svc_http_unauthenticated_bodies") == 2 }, answerWait, 10*time.Millisecond)
+
+	third := b.open(t, from("203.0.113.7", 16), "")
+	resp, e := third.answer(t, answerWait)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, client.ErrorCodeUnavailable, e.Error.Code)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+
+	body := `{"token":"nope"}`
+	other := b.open(t, from("198.51.100.9", len(body)), body)
+	resp, e = other.answer(t, answerWait)
+	require.NotEqual(t, http.StatusServiceUnavailable, resp.StatusCode, "another client's body is read: %+v", e)
+
+	for _, c := range held {
+		resp, _ := c.answer(t, answerWait)
+		require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	}
+	require.Eventually(t, func() bool { return gauge(t, m, "svc_http_unauthenticated_bodies") == 0 }, answerWait, 10*time.Millisecond)
+}

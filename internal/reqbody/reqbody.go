@@ -5,8 +5,10 @@
 // Every request body is wrapped by Guard.Wrap when the request arrives and is
 // then unauthenticated: it may hold at most Limits.UnauthenticatedBytes, must
 // arrive whole within Limits.UnauthenticatedTimeout, and takes one of
-// Limits.UnauthenticatedBodies slots when it is first read; with no slot free
-// the read fails at once with 503 unavailable, before a byte is read. Code that
+// Limits.UnauthenticatedBodies slots when it is first read, at most
+// Limits.UnauthenticatedBodiesPerClient of them for one client address;
+// with no slot free the read fails at once with 503 unavailable, before a
+// byte is read. Code that
 // has checked the request's credentials (an API key, a console session) calls
 // Authenticate before reading; the body is then held to a minimum rate
 // instead: it must arrive within Limits.Grace plus its size divided by
@@ -26,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,7 +38,8 @@ import (
 
 // Limits are the bounds of request bodies (server.body_read_timeout,
 // server.body_min_bytes_per_second, server.unauthenticated_body_timeout,
-// limits.unauthenticated_body_bytes, limits.unauthenticated_bodies).
+// limits.unauthenticated_body_bytes, limits.unauthenticated_bodies,
+// limits.unauthenticated_bodies_per_client).
 type Limits struct {
 	// Grace is how far an authenticated body may fall behind MinBytesPerSecond.
 	Grace time.Duration
@@ -50,12 +54,19 @@ type Limits struct {
 	// UnauthenticatedBodies is how many unauthenticated bodies may be read
 	// at once in this process.
 	UnauthenticatedBodies int
+	// UnauthenticatedBodiesPerClient is how many of those one client
+	// address may hold, so that one client cannot take them all (0: no
+	// bound of its own).
+	UnauthenticatedBodiesPerClient int
 }
 
 // Guard wraps request bodies and counts the unauthenticated ones in flight.
 type Guard struct {
 	limits Limits
 	slots  chan struct{}
+	// held counts the slots each client address holds.
+	mu   sync.Mutex
+	held map[string]int
 	// inFlight and refused, when set, export the slots in use and the
 	// bodies refused for want of one.
 	inFlight prometheus.Gauge
@@ -64,15 +75,25 @@ type Guard struct {
 
 // NewGuard builds a guard. inFlight and refused may be nil.
 func NewGuard(l Limits, inFlight prometheus.Gauge, refused prometheus.Counter) *Guard {
-	return &Guard{limits: l, slots: make(chan struct{}, max(l.UnauthenticatedBodies, 0)), inFlight: inFlight, refused: refused}
+	return &Guard{limits: l, slots: make(chan struct{}, max(l.UnauthenticatedBodies, 0)), held: map[string]int{},
+		inFlight: inFlight, refused: refused}
 }
 
 // InFlight is the number of unauthenticated bodies being read now.
 func (g *Guard) InFlight() int { return len(g.slots) }
 
-func (g *Guard) acquire() bool {
+func (g *Guard) acquire(client string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if per := g.limits.UnauthenticatedBodiesPerClient; per > 0 && client != "" && g.held[client] >= per {
+		if g.refused != nil {
+			g.refused.Inc()
+		}
+		return false
+	}
 	select {
 	case g.slots <- struct{}{}:
+		g.held[client]++
 		if g.inFlight != nil {
 			g.inFlight.Inc()
 		}
@@ -85,7 +106,12 @@ func (g *Guard) acquire() bool {
 	}
 }
 
-func (g *Guard) release() {
+func (g *Guard) release(client string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held[client]--; g.held[client] <= 0 {
+		delete(g.held, client)
+	}
 	<-g.slots
 	if g.inFlight != nil {
 		g.inFlight.Dec()
@@ -94,13 +120,14 @@ func (g *Guard) release() {
 
 // Wrap replaces r's body, if it has one, with a guarded, unauthenticated
 // body whose deadlines are set through w (the server's own ResponseWriter,
-// not a wrapper that hides it). It returns the body, or nil when r has none;
-// the caller must Close it when the request ends, to free its slot.
-func (g *Guard) Wrap(w http.ResponseWriter, r *http.Request) *Body {
+// not a wrapper that hides it); client is the address its slot counts
+// against ("" counts against none). It returns the body, or nil when r has
+// none; the caller must Close it when the request ends, to free its slot.
+func (g *Guard) Wrap(w http.ResponseWriter, r *http.Request, client string) *Body {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	b := &Body{src: r.Body, guard: g, rc: http.NewResponseController(w), start: time.Now(), length: r.ContentLength}
+	b := &Body{src: r.Body, guard: g, client: client, rc: http.NewResponseController(w), start: time.Now(), length: r.ContentLength}
 	r.Body = b
 	return b
 }
@@ -123,6 +150,7 @@ func Unread(b *Body) bool { return b != nil && !b.eof }
 type Body struct {
 	src           io.ReadCloser
 	guard         *Guard
+	client        string
 	rc            *http.ResponseController
 	start         time.Time
 	length        int64 // Content-Length, or -1
@@ -147,7 +175,7 @@ func (b *Body) Read(p []byte) (int, error) {
 			return 0, b.fail(b.tooLarge())
 		}
 		if !b.slot {
-			if !b.guard.acquire() {
+			if !b.guard.acquire(b.client) {
 				return 0, b.fail(&apperr.Error{Kind: apperr.KindUnavailable, RetryAfter: time.Second,
 					Msg: "too many requests without credentials are sending bodies; retry after the time in Retry-After"})
 			}
@@ -214,7 +242,7 @@ func (b *Body) fail(err error) error {
 func (b *Body) finish() {
 	if b.slot {
 		b.slot = false
-		b.guard.release()
+		b.guard.release(b.client)
 	}
 }
 
