@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,39 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/internal/invitation"
+	"github.com/svcdev/svc/internal/testfactory"
 )
-
-// confirmationMail is an identity_mail delivery of an acceptance that waits
-// for the address's owner, opened as the mail sender would.
-type confirmationMail struct {
-	payload invitation.ConfirmationMailPayload
-	link    string
-}
 
 // confirmationMails returns the queued confirmation and attempt mails to
 // email, oldest first.
-func (b *testBundle) confirmationMails(t *testing.T, email string) []confirmationMail {
+func (b *testBundle) confirmationMails(t *testing.T, email string) []testfactory.ConfirmationMail {
 	t.Helper()
-	rows, err := b.h.App.Pool.Query(t.Context(), `SELECT payload, sealed FROM outbox
-		WHERE kind = 'identity_mail' AND payload->>'template' IN ('invitation_confirmation', 'invitation_attempt')
-		  AND payload->>'to' = $1 ORDER BY id`, email)
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []confirmationMail
-	for rows.Next() {
-		var payload, sealed []byte
-		require.NoError(t, rows.Scan(&payload, &sealed))
-		var m confirmationMail
-		require.NoError(t, json.Unmarshal(payload, &m.payload))
-		plain, err := b.h.App.Keyring.Open(sealed, invitation.ConfirmationMailAAD(m.payload.MailID))
-		require.NoError(t, err)
-		var s invitation.ConfirmationMailSecrets
-		require.NoError(t, json.Unmarshal(plain, &s))
-		m.link = s.Link
-		out = append(out, m)
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return testfactory.ConfirmationMails(t, b.h.App.Pool, b.h.App.Keyring, email)
 }
 
 func (b *testBundle) accountCount(t *testing.T, email string) int {
@@ -91,15 +65,15 @@ func TestAcceptFormDoesNotTellOrCreateAccounts(t *testing.T) {
 	// The existing account was told, with no link that creates anything.
 	told := b.confirmationMails(t, m.Email)
 	require.Len(t, told, 1)
-	require.Equal(t, invitation.AttemptMailTemplate, told[0].payload.Template)
-	require.True(t, strings.HasPrefix(told[0].link, "http://localhost:8080/invitations/accept?token="), told[0].link)
+	require.Equal(t, invitation.AttemptMailTemplate, told[0].Payload.Template)
+	require.True(t, strings.HasPrefix(told[0].Link, "http://localhost:8080/invitations/accept?token="), told[0].Link)
 	prober.signIn(t, m.Email, "member password") // the password is unchanged
 
 	// The new address got the confirmation link; a second submission replaces it.
 	mails := b.confirmationMails(t, freshEmail)
 	require.Len(t, mails, 1)
-	require.Equal(t, invitation.ConfirmationMailTemplate, mails[0].payload.Template)
-	first, _ := b.linkPath(t, mails[0].link)
+	require.Equal(t, invitation.ConfirmationMailTemplate, mails[0].Payload.Template)
+	first, _ := b.linkPath(t, mails[0].Link)
 	require.True(t, strings.HasPrefix(first, "/invitations/confirm?token="), first)
 
 	const chosen = "the invitee's own password"
@@ -109,7 +83,7 @@ func TestAcceptFormDoesNotTellOrCreateAccounts(t *testing.T) {
 	require.Equal(t, http.StatusOK, sent.status, sent.body)
 	mails = b.confirmationMails(t, freshEmail)
 	require.Len(t, mails, 2)
-	second, _ := b.linkPath(t, mails[1].link)
+	second, _ := b.linkPath(t, mails[1].Link)
 
 	replaced := invitee.get(t, first)
 	require.Equal(t, http.StatusBadRequest, replaced.status, "a newer confirmation replaces the older one")
@@ -155,7 +129,7 @@ func TestConfirmationLinkExpires(t *testing.T) {
 	require.Equal(t, http.StatusOK, sent.status, sent.body)
 	mails := b.confirmationMails(t, email)
 	require.Len(t, mails, 1)
-	link, _ := b.linkPath(t, mails[0].link)
+	link, _ := b.linkPath(t, mails[0].Link)
 	form := br.get(t, link)
 	require.Equal(t, http.StatusOK, form.status, form.body)
 

@@ -69,7 +69,7 @@ func TestAcceptInvitationNewAccount(t *testing.T) {
 	require.Contains(t, sent.body, "We have sent a mail to <strong>new.person@example.com</strong>")
 	mails := b.confirmationMails(t, "new.person@example.com")
 	require.Len(t, mails, 1)
-	link, _ := b.linkPath(t, mails[0].link)
+	link, _ := b.linkPath(t, mails[0].Link)
 	done := br.submit(t, link, "/invitations/confirm", url.Values{})
 	require.Equal(t, http.StatusSeeOther, done.status, done.body)
 	require.Equal(t, "/sign-in?notice=invitation_accepted", done.header.Get("Location"))

@@ -1,7 +1,6 @@
 package invitation_test
 
 import (
-	"encoding/json"
 	"html"
 	"io"
 	"net/http"
@@ -12,42 +11,18 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/svcdev/svc/internal/invitation"
+	"github.com/svcdev/svc/internal/testfactory"
 )
-
-// sentMail is an identity_mail delivery of an acceptance that waits for the
-// address's owner, opened as the mail sender would.
-type sentMail struct {
-	Payload invitation.ConfirmationMailPayload
-	Link    string
-}
 
 // mailsTo returns the queued confirmation and attempt mails to email, oldest
 // first, remembering their links' tokens for the log check.
-func (b *testBundle) mailsTo(t *testing.T, email string) []sentMail {
+func (b *testBundle) mailsTo(t *testing.T, email string) []testfactory.ConfirmationMail {
 	t.Helper()
-	rows, err := b.h.App.Pool.Query(t.Context(), `SELECT payload, sealed FROM outbox
-		WHERE kind = 'identity_mail' AND payload->>'template' IN ('invitation_confirmation', 'invitation_attempt')
-		  AND payload->>'to' = $1 ORDER BY id`, email)
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []sentMail
-	for rows.Next() {
-		var payload, sealed []byte
-		require.NoError(t, rows.Scan(&payload, &sealed))
-		var m sentMail
-		require.NoError(t, json.Unmarshal(payload, &m.Payload))
-		plain, err := b.h.App.Keyring.Open(sealed, invitation.ConfirmationMailAAD(m.Payload.MailID))
-		require.NoError(t, err)
-		var s invitation.ConfirmationMailSecrets
-		require.NoError(t, json.Unmarshal(plain, &s))
-		m.Link = s.Link
-		b.keepToken(t, s.Link)
-		out = append(out, m)
+	mails := testfactory.ConfirmationMails(t, b.h.App.Pool, b.h.App.Keyring, email)
+	for _, m := range mails {
+		b.keepToken(t, m.Link)
 	}
-	require.NoError(t, rows.Err())
-	return out
+	return mails
 }
 
 var hiddenInput = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
