@@ -12,7 +12,6 @@ import (
 	"log"
 	"math/big"
 	"net"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -110,8 +109,6 @@ func (s *smtpSink) config(mode string) config.Mail {
 	c.SMTPUsername, c.SMTPPassword = s.opts.Username, s.opts.Password
 	return c
 }
-
-func (s *smtpSink) addr() string { return net.JoinHostPort(s.host, strconv.Itoa(s.port)) }
 
 // mails returns what the sink accepted so far.
 func (s *smtpSink) mails() []receivedMail {

@@ -56,9 +56,6 @@ func NewService[C any](pool *pgxpool.Pool, kind Kind, content Content[C]) *Servi
 // Kind is the kind this service manages.
 func (s *Service[C]) Kind() Kind { return s.kind }
 
-// notFound is the error of a head that is absent or in another workspace.
-func (s *Service[C]) notFound() error { return apperr.NotFound(string(s.kind)) }
-
 // Create creates a head with revision 1, its default, and emits the
 // revision's <kind>.revision_published webhook event.
 func (s *Service[C]) Create(ctx context.Context, c *auth.Caller, in CreateInput) (Head, error) {
