@@ -880,7 +880,7 @@ type AgentLimitsInput struct {
 	// MaxTokens Input plus output tokens per run.
 	MaxTokens *int `json:"max_tokens,omitempty"`
 
-	// TimeoutSeconds Wall-clock time per run.
+	// TimeoutSeconds Wall-clock time per run, from its first claim, across attempts: a model call or tool call still running when it is up is cut off and the run fails with `limit_exceeded`.
 	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
 }
 
