@@ -101,18 +101,27 @@ func (q *Queries) APIKeyGetForUpdate(ctx context.Context, db DBTX, arg APIKeyGet
 const aPIKeyListByWorkspace = `-- name: APIKeyListByWorkspace :many
 SELECT id, workspace_id, principal_id, name, role, token_hash, prefix, expires_at, last_used_at, revoked_at, version, created_by_id, created_at, updated_at FROM api_key
 WHERE workspace_id = $1 AND id < $2
+  AND ($3::text IS NULL OR principal_id = $3)
 ORDER BY id DESC
-LIMIT $3
+LIMIT $4
 `
 
 type APIKeyListByWorkspaceParams struct {
-	WorkspaceID string `json:"workspace_id"`
-	AfterID     string `json:"after_id"`
-	PageLimit   int32  `json:"page_limit"`
+	WorkspaceID string  `json:"workspace_id"`
+	AfterID     string  `json:"after_id"`
+	PrincipalID *string `json:"principal_id"`
+	PageLimit   int32   `json:"page_limit"`
 }
 
+// The keys of a workspace, newest first; of one principal when principal_id
+// is set.
 func (q *Queries) APIKeyListByWorkspace(ctx context.Context, db DBTX, arg APIKeyListByWorkspaceParams) ([]ApiKey, error) {
-	rows, err := db.Query(ctx, aPIKeyListByWorkspace, arg.WorkspaceID, arg.AfterID, arg.PageLimit)
+	rows, err := db.Query(ctx, aPIKeyListByWorkspace,
+		arg.WorkspaceID,
+		arg.AfterID,
+		arg.PrincipalID,
+		arg.PageLimit,
+	)
 	if err != nil {
 		return nil, err
 	}

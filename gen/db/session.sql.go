@@ -347,6 +347,46 @@ func (q *Queries) PrincipalWorkspaceAccess(ctx context.Context, db DBTX, arg Pri
 	return items, nil
 }
 
+const principalWorkspaceRole = `-- name: PrincipalWorkspaceRole :one
+SELECT w.id, w.name, w.organization_id, o.name AS organization_name,
+       wm.role AS workspace_role, om.role AS organization_role
+FROM workspace w
+JOIN organization o ON o.id = w.organization_id
+LEFT JOIN workspace_member wm ON wm.workspace_id = w.id AND wm.principal_id = $1
+LEFT JOIN organization_member om ON om.organization_id = w.organization_id AND om.principal_id = $1
+WHERE w.id = $2 AND (wm.principal_id IS NOT NULL OR om.role IN ('owner', 'admin'))
+`
+
+type PrincipalWorkspaceRoleParams struct {
+	PrincipalID string `json:"principal_id"`
+	WorkspaceID string `json:"workspace_id"`
+}
+
+type PrincipalWorkspaceRoleRow struct {
+	ID               string  `json:"id"`
+	Name             string  `json:"name"`
+	OrganizationID   string  `json:"organization_id"`
+	OrganizationName string  `json:"organization_name"`
+	WorkspaceRole    *string `json:"workspace_role"`
+	OrganizationRole *string `json:"organization_role"`
+}
+
+// One workspace a principal can act in, with its roles, as
+// PrincipalWorkspaceAccess lists them; no row when it cannot.
+func (q *Queries) PrincipalWorkspaceRole(ctx context.Context, db DBTX, arg PrincipalWorkspaceRoleParams) (PrincipalWorkspaceRoleRow, error) {
+	row := db.QueryRow(ctx, principalWorkspaceRole, arg.PrincipalID, arg.WorkspaceID)
+	var i PrincipalWorkspaceRoleRow
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.OrganizationID,
+		&i.OrganizationName,
+		&i.WorkspaceRole,
+		&i.OrganizationRole,
+	)
+	return i, err
+}
+
 const userSetPasswordHash = `-- name: UserSetPasswordHash :one
 UPDATE user_account
 SET password_hash = $1, version = version + 1, updated_at = now()

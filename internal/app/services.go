@@ -12,6 +12,7 @@ import (
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/environment"
 	"github.com/svcdev/svc/internal/environment/template"
+	"github.com/svcdev/svc/internal/console"
 	"github.com/svcdev/svc/internal/httpapi"
 	"github.com/svcdev/svc/internal/identity"
 	"github.com/svcdev/svc/internal/invitation"
@@ -184,6 +185,17 @@ func (a *App) buildServices() (*Services, error) {
 }
 
 // api is what the API's handlers call.
+// console is the share of the services the console's workspace pages call.
+func (s *Services) console() console.Services {
+	return console.Services{
+		Types: s.Types, Identity: s.Identity,
+		Providers: s.Providers, Models: s.Models, Memories: s.Memories, Templates: s.Templates,
+		Connections: s.Connections, Assets: s.Assets, Agents: s.Agents, Skills: s.Skills,
+		Subscriptions: s.Subscriptions, Deliveries: s.Deliveries,
+		Runs: s.Runs, Events: s.Events, Environments: s.Environments,
+	}
+}
+
 func (s *Services) api() httpapi.Services {
 	return httpapi.Services{
 		Auth: s.Auth, Limiter: s.Limiter, Clients: s.Clients, Types: s.Types,

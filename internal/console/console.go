@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -36,6 +37,9 @@ type Deps struct {
 	Log         *slog.Logger
 	Sessions    *session.Service
 	Invitations *invitation.Service
+	// Services are the domain services workspace pages call, the same
+	// instances the API calls.
+	Services Services
 	// Clients tells the client address sign-in and acceptance attempts are
 	// counted against.
 	Clients *ratelimit.Clients
@@ -54,8 +58,12 @@ type Console struct {
 	log         *slog.Logger
 	sessions    *session.Service
 	invitations *invitation.Service
-	pages       pages
-	started     func() bool
+	svc         Services
+	publicURL   string
+	// wsRoutes are the workspace routes with their permissions resolved.
+	wsRoutes []route
+	pages    pages
+	started  func() bool
 	// secure marks cookies Secure: the public URL is https.
 	secure      bool
 	clients     *ratelimit.Clients
@@ -67,6 +75,9 @@ func New(d Deps) (*Console, error) {
 	if d.Log == nil || d.Sessions == nil || d.Invitations == nil || d.Clients == nil || d.Started == nil {
 		return nil, errors.New("console: log, sessions, invitations, clients and started are required")
 	}
+	if err := d.Services.check(); err != nil {
+		return nil, err
+	}
 	public, err := url.Parse(d.PublicURL)
 	if err != nil {
 		return nil, errors.New("console: server.public_url is not a URL")
@@ -75,10 +86,15 @@ func New(d Deps) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Console{
-		log: d.Log, sessions: d.Sessions, invitations: d.Invitations, pages: pg, started: d.Started,
-		secure: public.Scheme == "https", clients: d.Clients, mailLinkTTL: d.MailLinkTTL,
-	}, nil
+	c := &Console{
+		log: d.Log, sessions: d.Sessions, invitations: d.Invitations, svc: d.Services, pages: pg, started: d.Started,
+		publicURL: strings.TrimRight(d.PublicURL, "/"),
+		secure:    public.Scheme == "https", clients: d.Clients, mailLinkTTL: d.MailLinkTTL,
+	}
+	if c.wsRoutes, err = resolvePermissions(c.routes()); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Register adds the console's routes to e.
@@ -95,7 +111,10 @@ func (c *Console) Register(e *echo.Echo) {
 	e.POST("/invitations/accept", c.page(c.accept))
 	e.GET("/invitations/confirm", c.page(c.confirmForm))
 	e.POST("/invitations/confirm", c.page(c.confirm))
-	e.GET("/console/assets/:name", asset)
+	e.GET("/console/assets/:name", serveAsset)
+	for _, rt := range c.wsRoutes {
+		e.Add(rt.Method, workspacePrefix+rt.Path, c.inWorkspace(rt))
+	}
 }
 
 // request is one page request as the handlers see it.
@@ -166,13 +185,14 @@ func (c *Console) fail(r *request, err error) error {
 	return c.message(r, http.StatusInternalServerError, msgInternal)
 }
 
-// setSecurityHeaders applies what every console response carries: no script
-// at all, styles from this origin only, forms that post only here, no framing,
-// no caching of pages that show a person's data or carry tokens, and no
-// Referer leaving the origin (reset and invitation URLs hold tokens).
+// setSecurityHeaders applies what every console response carries: scripts
+// and styles from this origin's files only (never inline, never eval),
+// requests and streams to this origin only, forms that post only here, no
+// framing, no caching of pages that show a person's data or carry tokens, and
+// no Referer leaving the origin (reset and invitation URLs hold tokens).
 func setSecurityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; "+
-		"form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")

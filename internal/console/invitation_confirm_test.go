@@ -106,7 +106,7 @@ func TestAcceptFormDoesNotTellOrCreateAccounts(t *testing.T) {
 	home := invitee.get(t, "/")
 	require.Contains(t, home.body, "Signed in as "+freshEmail)
 	require.Contains(t, home.body, "<p class=\"muted\">Invitee</p>")
-	require.Regexp(t, `<td>Default workspace</td>.*<span class="badge">editor</span>`, home.body)
+	require.Regexp(t, `<td><a href="/w/ws_[a-z0-9]+/runs">Default workspace</a></td>.*<span class="badge">editor</span>`, home.body)
 
 	// The link works once.
 	again := b.browser(t).get(t, second)

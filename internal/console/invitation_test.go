@@ -79,7 +79,7 @@ func TestAcceptInvitationNewAccount(t *testing.T) {
 	home := br.get(t, "/")
 	require.Contains(t, home.body, "Signed in as new.person@example.com")
 	require.Contains(t, home.body, "<p class=\"muted\">New Person</p>")
-	require.Regexp(t, `<td>Default workspace</td>.*<span class="badge">editor</span>`, home.body)
+	require.Regexp(t, `<td><a href="/w/ws_[a-z0-9]+/runs">Default workspace</a></td>.*<span class="badge">editor</span>`, home.body)
 
 	again := br.get(t, path)
 	require.Equal(t, http.StatusGone, again.status)

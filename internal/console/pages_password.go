@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/svcdev/svc/internal/apperr"
@@ -111,6 +112,9 @@ func sentence(s string) string {
 	}
 	if s[0] >= 'a' && s[0] <= 'z' {
 		s = string(s[0]-'a'+'A') + s[1:]
+	}
+	if strings.HasSuffix(s, ".") {
+		return s
 	}
 	return s + "."
 }

@@ -3,6 +3,8 @@ package console
 import (
 	"errors"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/session"
@@ -31,14 +33,32 @@ func (c *Console) home(r *request) error {
 
 // signInForm shows the sign-in form (GET /sign-in).
 func (c *Console) signInForm(r *request) error {
-	return c.render(r, http.StatusOK, "sign_in", view{Title: "Sign in", Notice: notices[r.ec.QueryParam("notice")]})
+	v := view{Title: "Sign in", Notice: notices[r.ec.QueryParam("notice")]}
+	if next := safeNext(r.ec.QueryParam("next")); next != "" {
+		v.Form = map[string]string{"next": next}
+	}
+	return c.render(r, http.StatusOK, "sign_in", v)
+}
+
+// safeNext returns next when it is a console workspace page of this site
+// (where a sign-in may send the browser on to), else "".
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/w/") || strings.ContainsAny(next, "\\\r\n") || strings.Contains(next, "//") {
+		return ""
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return ""
+	}
+	return next
 }
 
 // signIn checks the form and opens a session (POST /sign-in): 303 to the home
 // page, or the form again with 422 (refused) or 429 (rate limited).
 func (c *Console) signIn(r *request) error {
 	email := r.form.Get("email")
-	v := view{Title: "Sign in", Form: map[string]string{"email": email}}
+	next := safeNext(r.form.Get("next"))
+	v := view{Title: "Sign in", Form: map[string]string{"email": email, "next": next}}
 	created, err := c.sessions.SignIn(r.ec.Request().Context(), session.SignInInput{
 		Email: email, Password: r.form.Get("password"),
 		ClientAddr: c.clientAddr(r.ec.Request()), PreviousToken: r.token,
@@ -58,6 +78,9 @@ func (c *Console) signIn(r *request) error {
 		return c.render(r, http.StatusUnprocessableEntity, "sign_in", v)
 	}
 	c.setSession(r, created.Token, created.ExpiresAt)
+	if next != "" {
+		return r.ec.Redirect(http.StatusSeeOther, next)
+	}
 	return r.ec.Redirect(http.StatusSeeOther, "/")
 }
 

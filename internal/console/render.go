@@ -5,9 +5,13 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"net/http"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -22,27 +26,89 @@ var (
 	templateFS embed.FS
 	//go:embed assets/console.css
 	consoleCSS []byte
+	//go:embed assets/console.js
+	consoleJS []byte
+	// htmx 2.0.11 (0BSD, assets/htmx.LICENSE), vendored by scripts/vendor-htmx.sh.
+	//go:embed assets/htmx.min.js
+	htmxJS []byte
 )
-
-// pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"home", "sign_in", "forgot", "forgot_sent", "reset", "accept", "accept_sent", "confirm", "message"}
-
-// pages maps a page name to its template (the layout with the page's content).
-type pages map[string]*template.Template
 
 // funcs are the helpers templates may call.
 var funcs = template.FuncMap{
 	"date": func(t time.Time) string { return t.UTC().Format("2 January 2006, 15:04 UTC") },
+	// stamp is a time to the second, for lists and timelines.
+	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	// field is the message for a refused field of the page's form, or "".
+	"field": func(v view, name string) string { return v.Fields[name] },
+	// value is what the page's form held in a field, to fill it in again.
+	"value": func(v view, name string) string { return v.Form[name] },
+	// pager links to the page of a list after cursor next ("" for none),
+	// keeping the page's other query parameters.
+	"pager": func(v view, next string) pagerLink {
+		if next == "" || v.URL == nil {
+			return pagerLink{}
+		}
+		q := v.URL.Query()
+		q.Set("cursor", next)
+		return pagerLink{Next: v.URL.Path + "?" + q.Encode()}
+	},
+	// empty is an empty list's message, with a link to what to do next.
+	"empty": func(text, linkURL, linkText string) emptyList { return emptyList{text, linkURL, linkText} },
+	// pretty indents a JSON document for reading; anything else is shown as it is.
+	"pretty": prettyJSON,
 }
 
+type pagerLink struct{ Next string }
+
+type emptyList struct{ Text, LinkURL, LinkText string }
+
+// prettyJSON indents a JSON document (bytes, string or json.RawMessage)
+// or encodes a value; the template escapes the result.
+func prettyJSON(v any) string {
+	var raw []byte
+	switch x := v.(type) {
+	case []byte:
+		raw = x
+	case json.RawMessage:
+		raw = x
+	case string:
+		raw = []byte(x)
+	default:
+		b, err := json.MarshalIndent(x, "", "  ")
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// pages maps a page name to its template (the layout with the page's
+// content). Every file under templates/ is a page named after it, except
+// layout.html and the partials (names starting with "_"), which every page
+// can use.
+type pages map[string]*template.Template
+
 func parsePages() (pages, error) {
-	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: parse layout: %w", err)
 	}
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
 	out := pages{}
-	for _, name := range pageNames {
-		t, err := template.Must(layout.Clone()).ParseFS(templateFS, "templates/"+name+".html")
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".html")
+		if name == "layout" || strings.HasPrefix(name, "_") {
+			continue
+		}
+		t, err := template.Must(layout.Clone()).ParseFS(templateFS, f)
 		if err != nil {
 			return nil, fmt.Errorf("console: parse page %s: %w", name, err)
 		}
@@ -64,12 +130,39 @@ type view struct {
 	Fields map[string]string
 	// Data is the page's own data.
 	Data any
+	// Nav is the workspace the page belongs to, nil outside workspaces.
+	Nav *nav
+	// URL is the page's own address (for links that keep its query).
+	URL *url.URL
+	// Base is the service's public URL (server.public_url), for examples
+	// people copy.
+	Base string
+}
+
+// Can reports whether the person may do what perm allows in the page's
+// workspace: actions they may not take are left out of the page.
+func (v view) Can(perm string) bool { return v.Nav != nil && v.Nav.caller.Allows(perm) }
+
+// Path is the URL of a page of the workspace, each part escaped:
+// {{.Path "runs" .Data.ID}} is /w/{workspace}/runs/{id}.
+func (v view) Path(parts ...string) string {
+	if v.Nav == nil {
+		return "/"
+	}
+	b := "/w/" + url.PathEscape(v.Nav.caller.WorkspaceID)
+	for _, p := range parts {
+		b += "/" + url.PathEscape(p)
+	}
+	return b
 }
 
 // render writes page with status. The template runs into a buffer first, so a
 // template failure is a clean 500 rather than half a page.
 func (c *Console) render(r *request, status int, page string, v view) error {
-	v.Session, v.CSRF = r.session, r.csrf
+	v.Session, v.CSRF, v.URL, v.Base = r.session, r.csrf, r.ec.Request().URL, c.publicURL
+	if v.Notice == "" {
+		v.Notice = takeFlash(r)
+	}
 	var buf bytes.Buffer
 	if err := c.pages[page].ExecuteTemplate(&buf, "layout", v); err != nil {
 		if page == "message" {
@@ -117,6 +210,8 @@ var assets = map[string]struct {
 	etag        string
 }{
 	"console.css": {consoleCSS, "text/css; charset=utf-8", etagOf(consoleCSS)},
+	"console.js":  {consoleJS, "text/javascript; charset=utf-8", etagOf(consoleJS)},
+	"htmx.min.js": {htmxJS, "text/javascript; charset=utf-8", etagOf(htmxJS)},
 }
 
 func etagOf(b []byte) string {
@@ -124,9 +219,9 @@ func etagOf(b []byte) string {
 	return `"` + hex.EncodeToString(sum[:12]) + `"`
 }
 
-// asset serves an embedded file. It is revalidated on every use (ETag), so a
+// serveAsset serves an embedded file. It is revalidated on every use (ETag), so a
 // new build's stylesheet applies at once.
-func asset(ec echo.Context) error {
+func serveAsset(ec echo.Context) error {
 	h := ec.Response().Header()
 	setSecurityHeaders(h)
 	a, ok := assets[ec.Param("name")]

@@ -62,7 +62,7 @@ func TestSignInAndOut(t *testing.T) {
 	require.Equal(t, "admin@example.com", br.signedInAs(t), "e-mail addresses match whatever their case")
 	require.Contains(t, home.body, b.admin.WorkspaceID)
 	require.Contains(t, home.body, `<span>Default organization</span><span class="badge">owner</span>`)
-	require.Regexp(t, `<td>Default workspace</td><td class="id"><code>`+b.admin.WorkspaceID+`</code></td><td class="role"><span class="badge">admin</span>`, home.body)
+	require.Regexp(t, `<td><a href="/w/`+b.admin.WorkspaceID+`/runs">Default workspace</a></td><td class="id"><code>`+b.admin.WorkspaceID+`</code></td><td class="role"><span class="badge">admin</span>`, home.body)
 	require.Contains(t, home.body, `action="/sign-out"`)
 
 	out := br.submit(t, "/", "/sign-out", nil)

@@ -75,6 +75,33 @@ func (s *Service) CreateAPIKey(ctx context.Context, c *auth.Caller, in CreateAPI
 	if err := auth.Require(c, auth.PermAdmin); err != nil {
 		return CreatedAPIKey{}, err
 	}
+	return s.createAPIKey(ctx, c, in)
+}
+
+// CreatePersonalAPIKey makes a key for a signed-in person in the workspace
+// they act in, with a role up to their own: any member may, but only from a
+// console session, never with an API key, so a leaked key cannot mint
+// others (docs/decisions/0050-console.md).
+func (s *Service) CreatePersonalAPIKey(ctx context.Context, c *auth.Caller, in CreateAPIKeyInput) (CreatedAPIKey, error) {
+	if err := requirePerson(c); err != nil {
+		return CreatedAPIKey{}, err
+	}
+	return s.createAPIKey(ctx, c, in)
+}
+
+// requirePerson refuses a caller that is not a signed-in person (an API key,
+// or no caller), whatever its role.
+func requirePerson(c *auth.Caller) error {
+	if err := auth.Require(c, auth.PermRead); err != nil {
+		return err
+	}
+	if c.UserID == "" || c.KeyID != "" {
+		return apperr.New(apperr.KindPermissionDenied, "personal API keys are managed by a signed-in person in the console")
+	}
+	return nil
+}
+
+func (s *Service) createAPIKey(ctx context.Context, c *auth.Caller, in CreateAPIKeyInput) (CreatedAPIKey, error) {
 	if err := in.Validate(); err != nil {
 		return CreatedAPIKey{}, err
 	}
@@ -124,8 +151,25 @@ func (s *Service) ListAPIKeys(ctx context.Context, c *auth.Caller, in PageInput)
 	if err != nil {
 		return Page[APIKey]{}, err
 	}
+	return s.listAPIKeys(ctx, c, p, nil)
+}
+
+// ListPersonalAPIKeys lists the signed-in person's own keys in the workspace
+// they act in, newest first.
+func (s *Service) ListPersonalAPIKeys(ctx context.Context, c *auth.Caller, in PageInput) (Page[APIKey], error) {
+	if err := requirePerson(c); err != nil {
+		return Page[APIKey]{}, err
+	}
+	p, err := in.parse()
+	if err != nil {
+		return Page[APIKey]{}, err
+	}
+	return s.listAPIKeys(ctx, c, p, &c.PrincipalID)
+}
+
+func (s *Service) listAPIKeys(ctx context.Context, c *auth.Caller, p page, principalID *string) (Page[APIKey], error) {
 	rows, err := s.q.APIKeyListByWorkspace(ctx, s.pool, db.APIKeyListByWorkspaceParams{
-		WorkspaceID: c.WorkspaceID, AfterID: p.afterID, PageLimit: int32(p.limit),
+		WorkspaceID: c.WorkspaceID, AfterID: p.afterID, PageLimit: int32(p.limit), PrincipalID: principalID,
 	})
 	if err != nil {
 		return Page[APIKey]{}, dbx.Translate(err, "api key")
@@ -146,9 +190,25 @@ func (s *Service) RevokeAPIKey(ctx context.Context, c *auth.Caller, in RevokeAPI
 	if err := auth.Require(c, auth.PermAdmin); err != nil {
 		return APIKey{}, err
 	}
+	return s.revokeAPIKey(ctx, c, in, false)
+}
+
+// RevokePersonalAPIKey revokes one of the signed-in person's own keys in the
+// workspace they act in; another principal's key is not found.
+func (s *Service) RevokePersonalAPIKey(ctx context.Context, c *auth.Caller, in RevokeAPIKeyInput) (APIKey, error) {
+	if err := requirePerson(c); err != nil {
+		return APIKey{}, err
+	}
+	return s.revokeAPIKey(ctx, c, in, true)
+}
+
+func (s *Service) revokeAPIKey(ctx context.Context, c *auth.Caller, in RevokeAPIKeyInput, ownOnly bool) (APIKey, error) {
 	var changed bool
 	key, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (APIKey, error) {
 		row, err := s.q.APIKeyGetForUpdate(ctx, tx, db.APIKeyGetForUpdateParams{WorkspaceID: c.WorkspaceID, ID: in.ID})
+		if err == nil && ownOnly && row.PrincipalID != c.PrincipalID {
+			err = pgx.ErrNoRows
+		}
 		if err != nil {
 			return APIKey{}, dbx.Translate(err, "api key")
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/dbx"
 )
@@ -80,4 +81,34 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// ErrNoWorkspace is the answer for a workspace the session's principal
+// cannot act in, whether or not it exists.
+var ErrNoWorkspace = apperr.New(apperr.KindNotFound, "workspace not found")
+
+// Caller is the signed-in person acting in workspace workspaceID with their
+// membership role (organization owners and admins act as admins), as an API
+// key with the admin role of the same principal would: every service checks
+// its permission against it exactly as it checks an API request's.
+// ErrNoWorkspace when the principal cannot act there.
+func (s *Service) Caller(ctx context.Context, sess Session, workspaceID string) (*auth.Caller, error) {
+	w, err := s.q.PrincipalWorkspaceRole(ctx, s.o.Pool, db.PrincipalWorkspaceRoleParams{PrincipalID: sess.PrincipalID, WorkspaceID: workspaceID})
+	if dbx.IsNotFound(err) {
+		return nil, ErrNoWorkspace
+	}
+	if err != nil {
+		return nil, dbx.Translate(err, "workspace")
+	}
+	role := auth.EffectiveRole(auth.RoleAdmin, deref(w.WorkspaceRole), deref(w.OrganizationRole))
+	if role == "" {
+		return nil, ErrNoWorkspace
+	}
+	return &auth.Caller{
+		PrincipalID: sess.PrincipalID, PrincipalKind: "user", DisplayName: sess.DisplayName,
+		UserID: sess.UserID, Email: sess.Email,
+		OrganizationID: w.OrganizationID, OrganizationName: w.OrganizationName,
+		WorkspaceID: w.ID, WorkspaceName: w.Name,
+		Role: role, OrganizationRole: deref(w.OrganizationRole),
+	}, nil
 }

@@ -11,8 +11,11 @@ WHERE sqlc.narg('expires_at')::timestamptz IS NULL OR sqlc.narg('expires_at')::t
 RETURNING *;
 
 -- name: APIKeyListByWorkspace :many
+-- The keys of a workspace, newest first; of one principal when principal_id
+-- is set.
 SELECT * FROM api_key
 WHERE workspace_id = @workspace_id AND id < @after_id
+  AND (sqlc.narg('principal_id')::text IS NULL OR principal_id = sqlc.narg('principal_id'))
 ORDER BY id DESC
 LIMIT @page_limit;
 

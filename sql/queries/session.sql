@@ -89,3 +89,14 @@ LEFT JOIN organization_member om ON om.organization_id = w.organization_id AND o
 WHERE wm.principal_id IS NOT NULL OR om.role IN ('owner', 'admin')
 ORDER BY o.name, o.id, w.name, w.id
 LIMIT @row_limit;
+
+-- name: PrincipalWorkspaceRole :one
+-- One workspace a principal can act in, with its roles, as
+-- PrincipalWorkspaceAccess lists them; no row when it cannot.
+SELECT w.id, w.name, w.organization_id, o.name AS organization_name,
+       wm.role AS workspace_role, om.role AS organization_role
+FROM workspace w
+JOIN organization o ON o.id = w.organization_id
+LEFT JOIN workspace_member wm ON wm.workspace_id = w.id AND wm.principal_id = @principal_id
+LEFT JOIN organization_member om ON om.organization_id = w.organization_id AND om.principal_id = @principal_id
+WHERE w.id = @workspace_id AND (wm.principal_id IS NOT NULL OR om.role IN ('owner', 'admin'));
