@@ -46,9 +46,9 @@ func (b *testBundle) newChrome(t *testing.T) *chrome {
 			"or set SVCDEV_SKIP_BROWSER_TESTS=1 to skip browser tests", err)
 	}
 	l := launcher.New().Bin(path).Headless(true).NoSandbox(true). // runs as root in CI containers
-		Leakless(false).UserDataDir(t.TempDir()).
-		Set("disable-gpu").Set("disable-dev-shm-usage").Set("disable-quic").
-		Set("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1")
+									Leakless(false).UserDataDir(t.TempDir()).
+									Set("disable-gpu").Set("disable-dev-shm-usage").Set("disable-quic").
+									Set("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1")
 	u, err := l.Launch()
 	require.NoError(t, err, "start chromium")
 	t.Cleanup(l.Kill)
