@@ -2226,6 +2226,13 @@ type Subscription struct {
 	// Enabled A disabled subscription gets no deliveries.
 	Enabled bool `json:"enabled"`
 
+	// Endpoint How the subscription's endpoint has been answering. After
+	// `outbox.webhook_endpoint_failures` failed attempts in a row the endpoint is backed
+	// off as a whole (10 s, doubling with each further failure, at most 1 hour): none of
+	// the subscription's deliveries is attempted before `paused_until`, and other
+	// subscriptions are not delayed. A delivered attempt resets both.
+	Endpoint SubscriptionEndpoint `json:"endpoint"`
+
 	// EventTypes Sorted.
 	EventTypes []WebhookEventType `json:"event_types"`
 
@@ -2237,6 +2244,16 @@ type Subscription struct {
 	// Url Example: https://hooks.example.com/svc
 	Url     string `json:"url"`
 	Version int    `json:"version"`
+}
+
+// SubscriptionEndpoint How the subscription's endpoint has been answering. After
+// `outbox.webhook_endpoint_failures` failed attempts in a row the endpoint is backed
+// off as a whole (10 s, doubling with each further failure, at most 1 hour): none of
+// the subscription's deliveries is attempted before `paused_until`, and other
+// subscriptions are not delayed. A delivered attempt resets both.
+type SubscriptionEndpoint struct {
+	ConsecutiveFailures int                          `json:"consecutive_failures"`
+	PausedUntil         nullable.Nullable[time.Time] `json:"paused_until"`
 }
 
 // SubscriptionPage defines model for SubscriptionPage.
