@@ -9,7 +9,9 @@ import (
 func (c *Console) agentRoutes() []route {
 	return c.headRoutes(&headKind{
 		Section: "agents", Param: "agent", Noun: "agent", Title: "Agents", Twin: "Agent",
-		svc: revisioned[agent.Config]{Service: c.svc.Agents.Service, refs: agentReferences},
+		svc: func() headService {
+			return revisioned[agent.Config]{Service: c.svc.Agents.Service, refs: agentReferences}
+		},
 		Example: `{
   "model": "main",
   "instructions": "You are a helpful assistant.",

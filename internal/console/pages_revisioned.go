@@ -30,7 +30,9 @@ type headKind struct {
 	// Twin is the kind's name in the API's operation ids ("Agent":
 	// listAgents, getAgent, publishAgentRevision...).
 	Twin string
-	svc  headService
+	// svc is the kind's service; it is read when a page is asked for, so
+	// the routes can be listed without services (the permission table).
+	svc func() headService
 	// Example is the configuration a new head's editor starts with.
 	Example string
 	// ConfigHelp explains the configuration beside the editor.
@@ -192,7 +194,7 @@ func (c *Console) heads(r *wsRequest, k *headKind) error {
 		in.Limit = n
 	}
 	v := view{Title: k.Title, Data: d}
-	page, err := k.svc.List(r.ctx(), r.caller, in)
+	page, err := k.svc().List(r.ctx(), r.caller, in)
 	if err != nil {
 		// A refused filter is shown beside the filters; the page itself is
 		// there (a GET answers 200 with the reason, as the contract has it).
@@ -314,7 +316,7 @@ func (c *Console) createHead(r *wsRequest, k *headKind) error {
 		return c.renderIn(r, http.StatusUnprocessableEntity, "revisioned_new", k.Section, v)
 	}
 	desc := strings.TrimSpace(form["description"])
-	h, err := k.svc.Create(r.ctx(), r.caller, revision.CreateInput{
+	h, err := k.svc().Create(r.ctx(), r.caller, revision.CreateInput{
 		Name: strings.TrimSpace(form["name"]), Description: &desc, Labels: lbl, Config: json.RawMessage(form["config"]),
 	})
 	if err != nil {
@@ -339,7 +341,7 @@ type headPage struct {
 // headView loads a head and a page of its revisions into v.
 func (c *Console) headView(r *wsRequest, k *headKind, v view) (view, error) {
 	id := r.ec.Param(k.Param)
-	h, err := k.svc.Get(r.ctx(), r.caller, id)
+	h, err := k.svc().Get(r.ctx(), r.caller, id)
 	if err != nil {
 		return v, err
 	}
@@ -347,7 +349,7 @@ func (c *Console) headView(r *wsRequest, k *headKind, v view) (view, error) {
 	if cur := r.ec.QueryParam("cursor"); cur != "" {
 		cursor = &cur
 	}
-	revs, next, err := k.svc.revisions(r.ctx(), r.caller, id, cursor)
+	revs, next, err := k.svc().revisions(r.ctx(), r.caller, id, cursor)
 	if err != nil {
 		return v, err
 	}
@@ -393,7 +395,7 @@ func (r *wsRequest) etag() *string {
 // back, or forward again (POST).
 func (c *Console) setDefaultRevision(r *wsRequest, k *headKind) error {
 	rev := r.form.Get("revision")
-	h, err := k.svc.Update(r.ctx(), r.caller, revision.UpdateInput{ID: r.ec.Param(k.Param), IfMatch: r.etag(), DefaultRevisionID: &rev})
+	h, err := k.svc().Update(r.ctx(), r.caller, revision.UpdateInput{ID: r.ec.Param(k.Param), IfMatch: r.etag(), DefaultRevisionID: &rev})
 	if err != nil {
 		return c.headRefused(r, k, err)
 	}
@@ -402,7 +404,7 @@ func (c *Console) setDefaultRevision(r *wsRequest, k *headKind) error {
 
 // archiveHead archives a head (POST).
 func (c *Console) archiveHead(r *wsRequest, k *headKind) error {
-	h, err := k.svc.Archive(r.ctx(), r.caller, r.ec.Param(k.Param), r.etag())
+	h, err := k.svc().Archive(r.ctx(), r.caller, r.ec.Param(k.Param), r.etag())
 	if err != nil {
 		return c.headRefused(r, k, err)
 	}
@@ -411,7 +413,7 @@ func (c *Console) archiveHead(r *wsRequest, k *headKind) error {
 
 // unarchiveHead makes an archived head active again (POST).
 func (c *Console) unarchiveHead(r *wsRequest, k *headKind) error {
-	h, err := k.svc.Unarchive(r.ctx(), r.caller, r.ec.Param(k.Param), r.etag())
+	h, err := k.svc().Unarchive(r.ctx(), r.caller, r.ec.Param(k.Param), r.etag())
 	if err != nil {
 		return c.headRefused(r, k, err)
 	}
@@ -421,7 +423,7 @@ func (c *Console) unarchiveHead(r *wsRequest, k *headKind) error {
 // editHeadForm shows the form to change a head's name, description and
 // labels (GET).
 func (c *Console) editHeadForm(r *wsRequest, k *headKind) error {
-	h, err := k.svc.Get(r.ctx(), r.caller, r.ec.Param(k.Param))
+	h, err := k.svc().Get(r.ctx(), r.caller, r.ec.Param(k.Param))
 	if err != nil {
 		return err
 	}
@@ -434,7 +436,7 @@ func (c *Console) editHeadForm(r *wsRequest, k *headKind) error {
 // editHead saves a head's name, description and labels, if it did not
 // change since the form was opened (POST).
 func (c *Console) editHead(r *wsRequest, k *headKind) error {
-	h, err := k.svc.Get(r.ctx(), r.caller, r.ec.Param(k.Param))
+	h, err := k.svc().Get(r.ctx(), r.caller, r.ec.Param(k.Param))
 	if err != nil {
 		return err
 	}
@@ -450,7 +452,7 @@ func (c *Console) editHead(r *wsRequest, k *headKind) error {
 	}
 	name, desc := strings.TrimSpace(form["name"]), strings.TrimSpace(form["description"])
 	etag := form["etag"]
-	saved, err := k.svc.Update(r.ctx(), r.caller, revision.UpdateInput{
+	saved, err := k.svc().Update(r.ctx(), r.caller, revision.UpdateInput{
 		ID: h.ID, IfMatch: &etag, Name: &name, Description: &desc, Labels: lbl,
 	})
 	if err != nil {
@@ -467,7 +469,7 @@ func (c *Console) editHead(r *wsRequest, k *headKind) error {
 // publishForm shows the editor to publish a revision, starting from the
 // default revision's configuration or from ?from=<revision> (GET).
 func (c *Console) publishForm(r *wsRequest, k *headKind) error {
-	h, err := k.svc.Get(r.ctx(), r.caller, r.ec.Param(k.Param))
+	h, err := k.svc().Get(r.ctx(), r.caller, r.ec.Param(k.Param))
 	if err != nil {
 		return err
 	}
@@ -475,7 +477,7 @@ func (c *Console) publishForm(r *wsRequest, k *headKind) error {
 	if f := r.ec.QueryParam("from"); f != "" {
 		from = f
 	}
-	rev, err := k.svc.revision(r.ctx(), r.caller, h.ID, from)
+	rev, err := k.svc().revision(r.ctx(), r.caller, h.ID, from)
 	if err != nil {
 		return err
 	}
@@ -492,13 +494,13 @@ func (c *Console) publishForm(r *wsRequest, k *headKind) error {
 // revision, its default unless unchecked (POST). Content identical to the
 // default revision publishes nothing and says so.
 func (c *Console) publishRevision(r *wsRequest, k *headKind) error {
-	h, err := k.svc.Get(r.ctx(), r.caller, r.ec.Param(k.Param))
+	h, err := k.svc().Get(r.ctx(), r.caller, r.ec.Param(k.Param))
 	if err != nil {
 		return err
 	}
 	form := map[string]string{"config": r.form.Get("config"), "make_default": r.form.Get("make_default")}
 	makeDefault := form["make_default"] != ""
-	rev, created, err := k.svc.publish(r.ctx(), r.caller, revision.PublishInput{
+	rev, created, err := k.svc().publish(r.ctx(), r.caller, revision.PublishInput{
 		HeadID: h.ID, Config: json.RawMessage(form["config"]), MakeDefault: &makeDefault,
 	})
 	if err != nil {
@@ -533,11 +535,11 @@ type revisionPage struct {
 
 // headRevision shows one revision with its configuration (GET).
 func (c *Console) headRevision(r *wsRequest, k *headKind) error {
-	h, err := k.svc.Get(r.ctx(), r.caller, r.ec.Param(k.Param))
+	h, err := k.svc().Get(r.ctx(), r.caller, r.ec.Param(k.Param))
 	if err != nil {
 		return err
 	}
-	rev, err := k.svc.revision(r.ctx(), r.caller, h.ID, r.ec.Param("revision"))
+	rev, err := k.svc().revision(r.ctx(), r.caller, h.ID, r.ec.Param("revision"))
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,9 @@ import (
 func (c *Console) skillRoutes() []route {
 	return c.headRoutes(&headKind{
 		Section: "skills", Param: "skill", Noun: "skill", Title: "Skills", Twin: "Skill",
-		svc: revisioned[skill.Config]{Service: c.svc.Skills.Service, refs: skillReferences},
+		svc: func() headService {
+			return revisioned[skill.Config]{Service: c.svc.Skills.Service, refs: skillReferences}
+		},
 		Example: `{
   "instructions": "Use this skill to ...",
   "package": null,
