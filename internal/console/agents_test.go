@@ -254,6 +254,11 @@ func TestAgentPublishRollBackArchiveAndEdit(t *testing.T) {
 	p = b.br.post(t, headPath+"/default", url.Values{"csrf_token": {csrf}, "etag": {etagOf(a)}, "revision": {rev1}})
 	require.Equal(t, http.StatusPreconditionFailed, p.status, p.body)
 	require.Contains(t, p.body, "This changed since you opened it")
+	other := b.agent(t, "other", nil, `{"model":"main"}`)
+	p = b.br.post(t, headPath+"/default", url.Values{"csrf_token": {csrf}, "etag": {etagOf(cur)}, "revision": {other.DefaultRevisionID}})
+	require.Equal(t, http.StatusNotFound, p.status, p.body)
+	require.Contains(t, p.body, "No revision with this id belongs to this agent.")
+	require.Contains(t, p.body, "<h1>writer</h1>")
 	p = b.br.post(t, headPath+"/default", url.Values{"csrf_token": {csrf}, "etag": {etagOf(cur)}, "revision": {rev1}})
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)
 	require.Equal(t, headPath, p.header.Get("Location"))
@@ -289,10 +294,10 @@ func TestAgentPublishRollBackArchiveAndEdit(t *testing.T) {
 	require.Contains(t, edit.body, `value="writer"`)
 	require.Contains(t, edit.body, "team=docs\n</textarea>")
 	hidden := hiddenFields(edit.body)
-	other := "renamed elsewhere"
+	renamed := "renamed elsewhere"
 	cur, err = b.h.App.Agents.Get(t.Context(), b.admin.Caller("admin"), a.ID)
 	require.NoError(t, err)
-	_, err = b.h.App.Agents.Update(t.Context(), b.admin.Caller("admin"), revision.UpdateInput{ID: a.ID, IfMatch: ptr(cur.ETag()), Name: &other})
+	_, err = b.h.App.Agents.Update(t.Context(), b.admin.Caller("admin"), revision.UpdateInput{ID: a.ID, IfMatch: ptr(cur.ETag()), Name: &renamed})
 	require.NoError(t, err)
 	p = b.br.post(t, headPath+"/edit", url.Values{"csrf_token": {hidden["csrf_token"]}, "etag": {hidden["etag"]},
 		"name": {"mine"}, "description": {"Mine."}, "labels": {"team=docs\nowner=me"}})
@@ -302,7 +307,7 @@ func TestAgentPublishRollBackArchiveAndEdit(t *testing.T) {
 	require.Contains(t, p.body, "team=docs\nowner=me</textarea>")
 	cur, err = b.h.App.Agents.Get(t.Context(), b.admin.Caller("admin"), a.ID)
 	require.NoError(t, err)
-	require.Equal(t, other, cur.Name)
+	require.Equal(t, renamed, cur.Name)
 
 	p = b.br.submit(t, headPath+"/edit", headPath+"/edit", url.Values{"name": {"mine"}, "description": {"Mine."}, "labels": {"owner=me"}})
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)

@@ -229,11 +229,11 @@ type headForm struct {
 type fieldError struct{ Field, Reason string }
 
 // fieldsUnder lists the refused fields named prefix or under it (prefix.x,
-// prefix[0]), sorted by path.
+// prefix[0]), sorted by path; every refused field for prefix "".
 func fieldsUnder(fields map[string]string, prefix string) []fieldError {
 	var out []fieldError
 	for _, f := range slices.Sorted(maps.Keys(fields)) {
-		if f == prefix || strings.HasPrefix(f, prefix+".") || strings.HasPrefix(f, prefix+"[") {
+		if prefix == "" || f == prefix || strings.HasPrefix(f, prefix+".") || strings.HasPrefix(f, prefix+"[") {
 			out = append(out, fieldError{Field: f, Reason: fields[f]})
 		}
 	}
@@ -377,6 +377,14 @@ func (c *Console) headRefused(r *wsRequest, k *headKind, err error) error {
 	status, ok := formError(&v, err)
 	if !ok {
 		return err
+	}
+	if len(v.Fields) > 0 {
+		// The page has no field to mark: the reasons are the message.
+		var reasons []string
+		for _, f := range fieldsUnder(v.Fields, "") {
+			reasons = append(reasons, sentence(f.Reason))
+		}
+		v.Error, v.Fields = strings.Join(reasons, " "), nil
 	}
 	v, lerr := c.headView(r, k, v)
 	if lerr != nil {
