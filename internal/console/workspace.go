@@ -68,6 +68,8 @@ func (c *Console) routes() []route {
 	for _, rs := range [][]route{
 		c.workspaceRoutes(),
 		c.apiKeyRoutes(),
+		c.agentRoutes(),
+		c.skillRoutes(),
 	} {
 		out = append(out, rs...)
 	}
