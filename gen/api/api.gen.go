@@ -3332,6 +3332,9 @@ type ListRunsParams struct {
 
 	// Status Only runs of this status.
 	Status *RunStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAfter Only runs created after this time (RFC 3339).
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
 }
 
 // StartRunParams defines parameters for StartRun.
@@ -6349,6 +6352,13 @@ func (w *ServerInterfaceWrapper) ListRuns(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_after", ctx.QueryParams(), &params.CreatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_after: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments

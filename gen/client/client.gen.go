@@ -3333,6 +3333,9 @@ type ListRunsParams struct {
 
 	// Status Only runs of this status.
 	Status *RunStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAfter Only runs created after this time (RFC 3339).
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
 }
 
 // StartRunParams defines parameters for StartRun.
@@ -4997,7 +5000,7 @@ type ClientInterface interface {
 	//
 	// Newest first; the filters given all apply: of one thread (404 when the thread is not
 	// in the workspace), of one agent (404 when the agent is not in the workspace), of one
-	// status.
+	// status, created after a time.
 	//
 	// Corresponds with GET /api/v1/runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7488,7 +7491,7 @@ func (c *Client) ListProviderTypes(ctx context.Context, kind string, reqEditors 
 //
 // Newest first; the filters given all apply: of one thread (404 when the thread is not
 // in the workspace), of one agent (404 when the agent is not in the workspace), of one
-// status.
+// status, created after a time.
 //
 // Corresponds with GET /api/v1/runs (the `ListRuns` operationId).
 func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12551,6 +12554,18 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		}
 
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -15907,7 +15922,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Newest first; the filters given all apply: of one thread (404 when the thread is not
 	// in the workspace), of one agent (404 when the agent is not in the workspace), of one
-	// status.
+	// status, created after a time.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -31635,7 +31650,7 @@ func (c *ClientWithResponses) ListProviderTypesWithResponse(ctx context.Context,
 //
 // Newest first; the filters given all apply: of one thread (404 when the thread is not
 // in the workspace), of one agent (404 when the agent is not in the workspace), of one
-// status.
+// status, created after a time.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -70,6 +70,7 @@ func (c *Console) routes() []route {
 		c.apiKeyRoutes(),
 		c.agentRoutes(),
 		c.skillRoutes(),
+		c.runsRoutes(),
 	} {
 		out = append(out, rs...)
 	}
