@@ -115,6 +115,15 @@ func (c *Console) Register(e *echo.Echo) {
 	for _, rt := range c.wsRoutes {
 		e.Add(rt.Method, workspacePrefix+rt.Path, c.inWorkspace(rt))
 	}
+	// Any other address of a workspace page's shape is a console page that
+	// does not exist; deeper ones are no console address at all.
+	notFound := c.page(func(r *request) error { return c.message(r, http.StatusNotFound, msgNoPage) })
+	e.Any("/w/*", func(ec echo.Context) error {
+		if strings.Count(strings.Trim(ec.Request().URL.Path, "/"), "/") > 5 {
+			return echo.ErrNotFound
+		}
+		return notFound(ec)
+	})
 }
 
 // request is one page request as the handlers see it.

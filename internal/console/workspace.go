@@ -206,6 +206,7 @@ func (c *Console) failIn(r *wsRequest, err error) error {
 // Messages of workspace pages.
 var (
 	msgSignedOut   = message{"Signed out", "Your session ended. Sign in again, then repeat what you were doing.", "/sign-in", "Sign in"}
+	msgNoPage      = message{"Page not found", "There is no console page at this address. Check the link, or start again from your workspaces.", "/", "Go to the start page"}
 	msgNoWorkspace = message{"Workspace not found", "There is no workspace here that you can act in. Pick one of yours on the start page.", "/", "Go to the start page"}
 )
 

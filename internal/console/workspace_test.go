@@ -187,3 +187,16 @@ func (b *testBundle) otherKey(t *testing.T) string {
 	require.NoError(t, b.h.App.Pool.QueryRow(t.Context(), `SELECT id FROM api_key WHERE principal_id = $1`, b.admin.PrincipalID).Scan(&id))
 	return id
 }
+
+func TestUnknownConsolePagesAreAPageNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	br := b.browser(t)
+	br.signIn(t, b.admin.Email, adminPassword)
+	for _, path := range []string{b.workspacePath("nothing"), b.workspacePath("runs", "x", "y", "z")} {
+		p := br.get(t, path)
+		require.Equal(t, http.StatusNotFound, p.status, path)
+		requirePageHeaders(t, p)
+		require.Contains(t, p.body, "There is no console page at this address.")
+	}
+}
