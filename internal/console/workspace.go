@@ -69,6 +69,7 @@ func (c *Console) routes() []route {
 		c.workspaceRoutes(),
 		c.apiKeyRoutes(),
 		c.providerRoutes(),
+		c.modelRoutes(),
 	} {
 		out = append(out, rs...)
 	}
