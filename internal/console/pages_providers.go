@@ -179,7 +179,7 @@ func (c *Console) createProvider(k catalog.Kind) func(*wsRequest) error {
 			in.Credential = cred
 		}
 		if k == catalog.KindModel {
-			if h, ok := parseHeaders(r.form.Get("extra_headers"), v.Fields); ok && len(h) > 0 {
+			if h, ok := parseLines(r.form.Get("extra_headers"), "extra_headers", v.Fields); ok && len(h) > 0 {
 				in.ExtraHeaders = h
 			}
 		}
@@ -213,9 +213,9 @@ func foldFields(v *view, name string) {
 	}
 }
 
-// parseHeaders reads extra headers typed one per line as "Name: value".
-// A line without a colon is refused into fields["extra_headers"].
-func parseHeaders(s string, fields map[string]string) (map[string]string, bool) {
+// parseLines reads pairs typed one per line as "name: value" (extra
+// headers, labels). A line without a colon is refused into fields[field].
+func parseLines(s, field string, fields map[string]string) (map[string]string, bool) {
 	out := map[string]string{}
 	for _, line := range strings.Split(s, "\n") {
 		line = strings.TrimRight(line, "\r")
@@ -224,7 +224,7 @@ func parseHeaders(s string, fields map[string]string) (map[string]string, bool) 
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok || strings.TrimSpace(name) == "" {
-			fields["extra_headers"] = `each line must be "Name: value"`
+			fields[field] = `each line must be "name: value"`
 			return nil, false
 		}
 		out[strings.TrimSpace(name)] = strings.TrimSpace(value)
@@ -311,7 +311,7 @@ func (c *Console) updateProvider(k catalog.Kind) func(*wsRequest) error {
 			in.Credential = provider.Remove[map[string]any]()
 		}
 		if k == catalog.KindModel {
-			if h, ok := parseHeaders(r.form.Get("extra_headers"), v.Fields); ok && len(h) > 0 {
+			if h, ok := parseLines(r.form.Get("extra_headers"), "extra_headers", v.Fields); ok && len(h) > 0 {
 				in.ExtraHeaders = provider.Set(h)
 			} else if ok && r.form.Get("remove_extra_headers") == "true" {
 				in.ExtraHeaders = provider.Remove[map[string]string]()

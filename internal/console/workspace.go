@@ -70,6 +70,7 @@ func (c *Console) routes() []route {
 		c.apiKeyRoutes(),
 		c.providerRoutes(),
 		c.modelRoutes(),
+		c.environmentRoutes(),
 	} {
 		out = append(out, rs...)
 	}
