@@ -162,8 +162,8 @@ type templateForm struct {
 	Config   schemaForm
 }
 
-// envProvider returns the enabled environment provider id among ps, or nil.
-func envProvider(ps []provider.Provider, id string) *provider.Provider {
+// enabledProvider returns the enabled provider id among ps, or nil.
+func enabledProvider(ps []provider.Provider, id string) *provider.Provider {
 	for i := range ps {
 		if ps[i].ID == id && ps[i].Enabled {
 			return &ps[i]
@@ -198,7 +198,7 @@ func (c *Console) renderTemplateForm(r *wsRequest, status int, v view) error {
 			d.Providers = append(d.Providers, p)
 		}
 	}
-	if d.Provider = envProvider(d.Providers, v.Form["environment_provider_id"]); d.Provider != nil {
+	if d.Provider = enabledProvider(d.Providers, v.Form["environment_provider_id"]); d.Provider != nil {
 		var doc map[string]any
 		doc, d.TypeName = c.envSchema(d.Provider)
 		d.Config = buildSchemaForm(doc, "config", v, false)

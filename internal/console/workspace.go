@@ -71,6 +71,7 @@ func (c *Console) routes() []route {
 		c.providerRoutes(),
 		c.modelRoutes(),
 		c.environmentRoutes(),
+		c.connectionRoutes(),
 	} {
 		out = append(out, rs...)
 	}
