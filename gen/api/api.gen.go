@@ -2225,6 +2225,13 @@ type Subscription struct {
 	// Enabled A disabled subscription gets no deliveries.
 	Enabled bool `json:"enabled"`
 
+	// Endpoint How the subscription's endpoint has been answering. After
+	// `outbox.webhook_endpoint_failures` failed attempts in a row the endpoint is backed
+	// off as a whole (10 s, doubling with each further failure, at most 1 hour): none of
+	// the subscription's deliveries is attempted before `paused_until`, and other
+	// subscriptions are not delayed. A delivered attempt resets both.
+	Endpoint SubscriptionEndpoint `json:"endpoint"`
+
 	// EventTypes Sorted.
 	EventTypes []WebhookEventType `json:"event_types"`
 
@@ -2236,6 +2243,16 @@ type Subscription struct {
 	// Url Example: https://hooks.example.com/svc
 	Url     string `json:"url"`
 	Version int    `json:"version"`
+}
+
+// SubscriptionEndpoint How the subscription's endpoint has been answering. After
+// `outbox.webhook_endpoint_failures` failed attempts in a row the endpoint is backed
+// off as a whole (10 s, doubling with each further failure, at most 1 hour): none of
+// the subscription's deliveries is attempted before `paused_until`, and other
+// subscriptions are not delayed. A delivered attempt resets both.
+type SubscriptionEndpoint struct {
+	ConsecutiveFailures int                          `json:"consecutive_failures"`
+	PausedUntil         nullable.Nullable[time.Time] `json:"paused_until"`
 }
 
 // SubscriptionPage defines model for SubscriptionPage.
@@ -3315,6 +3332,9 @@ type ListRunsParams struct {
 
 	// Status Only runs of this status.
 	Status *RunStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAfter Only runs created after this time (RFC 3339).
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
 }
 
 // StartRunParams defines parameters for StartRun.
@@ -6332,6 +6352,13 @@ func (w *ServerInterfaceWrapper) ListRuns(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_after", ctx.QueryParams(), &params.CreatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_after: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments

@@ -2226,6 +2226,13 @@ type Subscription struct {
 	// Enabled A disabled subscription gets no deliveries.
 	Enabled bool `json:"enabled"`
 
+	// Endpoint How the subscription's endpoint has been answering. After
+	// `outbox.webhook_endpoint_failures` failed attempts in a row the endpoint is backed
+	// off as a whole (10 s, doubling with each further failure, at most 1 hour): none of
+	// the subscription's deliveries is attempted before `paused_until`, and other
+	// subscriptions are not delayed. A delivered attempt resets both.
+	Endpoint SubscriptionEndpoint `json:"endpoint"`
+
 	// EventTypes Sorted.
 	EventTypes []WebhookEventType `json:"event_types"`
 
@@ -2237,6 +2244,16 @@ type Subscription struct {
 	// Url Example: https://hooks.example.com/svc
 	Url     string `json:"url"`
 	Version int    `json:"version"`
+}
+
+// SubscriptionEndpoint How the subscription's endpoint has been answering. After
+// `outbox.webhook_endpoint_failures` failed attempts in a row the endpoint is backed
+// off as a whole (10 s, doubling with each further failure, at most 1 hour): none of
+// the subscription's deliveries is attempted before `paused_until`, and other
+// subscriptions are not delayed. A delivered attempt resets both.
+type SubscriptionEndpoint struct {
+	ConsecutiveFailures int                          `json:"consecutive_failures"`
+	PausedUntil         nullable.Nullable[time.Time] `json:"paused_until"`
 }
 
 // SubscriptionPage defines model for SubscriptionPage.
@@ -3316,6 +3333,9 @@ type ListRunsParams struct {
 
 	// Status Only runs of this status.
 	Status *RunStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAfter Only runs created after this time (RFC 3339).
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
 }
 
 // StartRunParams defines parameters for StartRun.
@@ -4980,7 +5000,7 @@ type ClientInterface interface {
 	//
 	// Newest first; the filters given all apply: of one thread (404 when the thread is not
 	// in the workspace), of one agent (404 when the agent is not in the workspace), of one
-	// status.
+	// status, created after a time.
 	//
 	// Corresponds with GET /api/v1/runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7471,7 +7491,7 @@ func (c *Client) ListProviderTypes(ctx context.Context, kind string, reqEditors 
 //
 // Newest first; the filters given all apply: of one thread (404 when the thread is not
 // in the workspace), of one agent (404 when the agent is not in the workspace), of one
-// status.
+// status, created after a time.
 //
 // Corresponds with GET /api/v1/runs (the `ListRuns` operationId).
 func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12534,6 +12554,18 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		}
 
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -15890,7 +15922,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Newest first; the filters given all apply: of one thread (404 when the thread is not
 	// in the workspace), of one agent (404 when the agent is not in the workspace), of one
-	// status.
+	// status, created after a time.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -31618,7 +31650,7 @@ func (c *ClientWithResponses) ListProviderTypesWithResponse(ctx context.Context,
 //
 // Newest first; the filters given all apply: of one thread (404 when the thread is not
 // in the workspace), of one agent (404 when the agent is not in the workspace), of one
-// status.
+// status, created after a time.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -1424,24 +1424,33 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 
 const runList = `-- name: RunList :many
 SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run
-WHERE workspace_id = $1 AND id < $2
-    AND ($3::text IS NULL OR status = $3::text)
+WHERE workspace_id = $1 AND id < $2 AND id >= $3
+    AND ($4::text IS NULL OR status = $4::text)
+    AND ($5::timestamptz IS NULL OR created_at > $5::timestamptz)
 ORDER BY id DESC
-LIMIT $4
+LIMIT $6
 `
 
 type RunListParams struct {
-	WorkspaceID string  `json:"workspace_id"`
-	AfterID     string  `json:"after_id"`
-	Status      *string `json:"status"`
-	PageLimit   int32   `json:"page_limit"`
+	WorkspaceID  string     `json:"workspace_id"`
+	AfterID      string     `json:"after_id"`
+	FloorID      string     `json:"floor_id"`
+	Status       *string    `json:"status"`
+	CreatedAfter *time.Time `json:"created_after"`
+	PageLimit    int32      `json:"page_limit"`
 }
 
+// RunList lists the workspace's runs, optionally of one status and created
+// after a time. floor_id bounds the index scan from below (an id made a
+// little before created_after, "" for none; ids sort by creation time), so
+// the last page of a time-filtered list does not walk every older run.
 func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Run, error) {
 	rows, err := db.Query(ctx, runList,
 		arg.WorkspaceID,
 		arg.AfterID,
+		arg.FloorID,
 		arg.Status,
+		arg.CreatedAfter,
 		arg.PageLimit,
 	)
 	if err != nil {

@@ -7,31 +7,38 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const runListByAgent = `-- name: RunListByAgent :many
 SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run
-WHERE workspace_id = $1 AND agent_id = $2 AND id < $3
-    AND ($4::text IS NULL OR status = $4::text)
+WHERE workspace_id = $1 AND agent_id = $2 AND id < $3 AND id >= $4
+    AND ($5::text IS NULL OR status = $5::text)
+    AND ($6::timestamptz IS NULL OR created_at > $6::timestamptz)
 ORDER BY id DESC
-LIMIT $5
+LIMIT $7
 `
 
 type RunListByAgentParams struct {
-	WorkspaceID string  `json:"workspace_id"`
-	AgentID     string  `json:"agent_id"`
-	AfterID     string  `json:"after_id"`
-	Status      *string `json:"status"`
-	PageLimit   int32   `json:"page_limit"`
+	WorkspaceID  string     `json:"workspace_id"`
+	AgentID      string     `json:"agent_id"`
+	AfterID      string     `json:"after_id"`
+	FloorID      string     `json:"floor_id"`
+	Status       *string    `json:"status"`
+	CreatedAfter *time.Time `json:"created_after"`
+	PageLimit    int32      `json:"page_limit"`
 }
 
-// RunListByAgent lists an agent's runs, optionally of one status.
+// RunListByAgent lists an agent's runs, optionally of one status and created
+// after a time (floor_id as in RunList).
 func (q *Queries) RunListByAgent(ctx context.Context, db DBTX, arg RunListByAgentParams) ([]Run, error) {
 	rows, err := db.Query(ctx, runListByAgent,
 		arg.WorkspaceID,
 		arg.AgentID,
 		arg.AfterID,
+		arg.FloorID,
 		arg.Status,
+		arg.CreatedAfter,
 		arg.PageLimit,
 	)
 	if err != nil {
@@ -86,30 +93,36 @@ func (q *Queries) RunListByAgent(ctx context.Context, db DBTX, arg RunListByAgen
 
 const runListOfThread = `-- name: RunListOfThread :many
 SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run
-WHERE workspace_id = $1 AND thread_id = $2 AND id < $3
-    AND ($4::text IS NULL OR status = $4::text)
-    AND ($5::text IS NULL OR agent_id = $5::text)
+WHERE workspace_id = $1 AND thread_id = $2 AND id < $3 AND id >= $4
+    AND ($5::text IS NULL OR status = $5::text)
+    AND ($6::text IS NULL OR agent_id = $6::text)
+    AND ($7::timestamptz IS NULL OR created_at > $7::timestamptz)
 ORDER BY id DESC
-LIMIT $6
+LIMIT $8
 `
 
 type RunListOfThreadParams struct {
-	WorkspaceID string  `json:"workspace_id"`
-	ThreadID    string  `json:"thread_id"`
-	AfterID     string  `json:"after_id"`
-	Status      *string `json:"status"`
-	AgentID     *string `json:"agent_id"`
-	PageLimit   int32   `json:"page_limit"`
+	WorkspaceID  string     `json:"workspace_id"`
+	ThreadID     string     `json:"thread_id"`
+	AfterID      string     `json:"after_id"`
+	FloorID      string     `json:"floor_id"`
+	Status       *string    `json:"status"`
+	AgentID      *string    `json:"agent_id"`
+	CreatedAfter *time.Time `json:"created_after"`
+	PageLimit    int32      `json:"page_limit"`
 }
 
-// RunListOfThread lists a thread's runs, optionally of one status and agent.
+// RunListOfThread lists a thread's runs, optionally of one status and agent
+// and created after a time (floor_id as in RunList).
 func (q *Queries) RunListOfThread(ctx context.Context, db DBTX, arg RunListOfThreadParams) ([]Run, error) {
 	rows, err := db.Query(ctx, runListOfThread,
 		arg.WorkspaceID,
 		arg.ThreadID,
 		arg.AfterID,
+		arg.FloorID,
 		arg.Status,
 		arg.AgentID,
+		arg.CreatedAfter,
 		arg.PageLimit,
 	)
 	if err != nil {

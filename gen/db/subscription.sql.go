@@ -29,6 +29,33 @@ func (q *Queries) SubscriptionDelete(ctx context.Context, db DBTX, id string) er
 	return err
 }
 
+const subscriptionEndpointHealth = `-- name: SubscriptionEndpointHealth :many
+SELECT subscription_id, failures, paused_until FROM outbox_endpoint
+WHERE subscription_id = ANY($1::text[])
+`
+
+// The endpoint health of subscriptions that have any (outbox_endpoint): a
+// subscription without a row is healthy.
+func (q *Queries) SubscriptionEndpointHealth(ctx context.Context, db DBTX, ids []string) ([]OutboxEndpoint, error) {
+	rows, err := db.Query(ctx, subscriptionEndpointHealth, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OutboxEndpoint{}
+	for rows.Next() {
+		var i OutboxEndpoint
+		if err := rows.Scan(&i.SubscriptionID, &i.Failures, &i.PausedUntil); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const subscriptionGet = `-- name: SubscriptionGet :one
 SELECT id, workspace_id, url, event_types, enabled, description, secret, version, created_by_id, updated_by_id, created_at, updated_at FROM subscription WHERE workspace_id = $1 AND id = $2
 `

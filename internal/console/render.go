@@ -31,6 +31,8 @@ var (
 	// htmx 2.0.11 (0BSD, assets/htmx.LICENSE), vendored by scripts/vendor-htmx.sh.
 	//go:embed assets/htmx.min.js
 	htmxJS []byte
+	//go:embed assets/favicon.svg
+	favicon []byte
 )
 
 // funcs are the helpers templates may call.
@@ -212,6 +214,7 @@ var assets = map[string]struct {
 	"console.css": {consoleCSS, "text/css; charset=utf-8", etagOf(consoleCSS)},
 	"console.js":  {consoleJS, "text/javascript; charset=utf-8", etagOf(consoleJS)},
 	"htmx.min.js": {htmxJS, "text/javascript; charset=utf-8", etagOf(htmxJS)},
+	"favicon.svg": {favicon, "image/svg+xml", etagOf(favicon)},
 }
 
 func etagOf(b []byte) string {

@@ -68,6 +68,9 @@ func (c *Console) routes() []route {
 	for _, rs := range [][]route{
 		c.workspaceRoutes(),
 		c.apiKeyRoutes(),
+		c.agentRoutes(),
+		c.skillRoutes(),
+		c.runsRoutes(),
 		c.providerRoutes(),
 		c.modelRoutes(),
 		c.environmentRoutes(),

@@ -59,6 +59,11 @@ func TestWebhooksAreDeliveredByTheRunningProcess(t *testing.T) {
 	view = b.awaitDelivery(t, second, func(v map[string]any) bool { return v["last_error"] != nil })
 	require.Equal(t, "pending", view["status"])
 	require.EqualValues(t, 1, view["attempts_used"])
+	// The subscription shows its endpoint's failure, not yet backed off
+	// (outbox.webhook_endpoint_failures is 3).
+	status, subView, _ := b.do(t, http.MethodGet, subscriptionsPath+"/"+sub["id"].(string), nil)
+	require.Equal(t, http.StatusOK, status, subView)
+	require.Equal(t, map[string]any{"consecutive_failures": float64(1), "paused_until": nil}, subView["endpoint"])
 	b.recv.Respond(http.StatusOK, "")
 	_, err = b.h.App.Pool.Exec(ctx, `UPDATE outbox SET next_attempt_at = now() WHERE id = $1`, second)
 	require.NoError(t, err)
@@ -69,6 +74,9 @@ func TestWebhooksAreDeliveredByTheRunningProcess(t *testing.T) {
 	require.NoError(t, webhooktest.Verify(secret, reqs[2].Header, reqs[2].Body, time.Now(), webhooktest.DefaultTolerance))
 	view = b.awaitDelivery(t, second, func(v map[string]any) bool { return v["status"] == "delivered" })
 	require.Len(t, view["attempts"], 2)
+	status, subView, _ = b.do(t, http.MethodGet, subscriptionsPath+"/"+sub["id"].(string), nil)
+	require.Equal(t, http.StatusOK, status, subView)
+	require.Equal(t, map[string]any{"consecutive_failures": float64(0), "paused_until": nil}, subView["endpoint"], "a delivery resets it")
 
 	// 410 Gone: the delivery is dead and the subscription disabled.
 	b.recv.Respond(http.StatusGone, "")
@@ -78,4 +86,36 @@ func TestWebhooksAreDeliveredByTheRunningProcess(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, out)
 	require.Equal(t, false, out["enabled"])
 	require.Empty(t, b.emit(t, "fourth"), "a disabled subscription gets no new deliveries")
+}
+
+// A subscription whose endpoint keeps failing shows until when it is backed
+// off, in its view and in the list.
+func TestSubscriptionShowsItsEndpointBackOff(t *testing.T) {
+	t.Parallel()
+	b := startDeliveries(t, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	sub, _ := b.hook(t, "/down")
+	b.recv.Respond(http.StatusServiceUnavailable, "down")
+	for i := range 3 {
+		id := b.emit(t, "failing")[0]
+		_, err := b.recv.WaitFor(ctx, i+1)
+		require.NoError(t, err)
+		b.awaitDelivery(t, id, func(v map[string]any) bool { return v["last_error"] != nil })
+	}
+	var view map[string]any
+	require.Eventually(t, func() bool {
+		status, out, _ := b.do(t, http.MethodGet, subscriptionsPath+"/"+sub["id"].(string), nil)
+		require.Equal(t, http.StatusOK, status, out)
+		view = out["endpoint"].(map[string]any)
+		return view["paused_until"] != nil
+	}, 30*time.Second, 20*time.Millisecond, "never backed off: %v", view)
+	require.EqualValues(t, 3, view["consecutive_failures"])
+	until, err := time.Parse(time.RFC3339Nano, view["paused_until"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(10*time.Second), until, 10*time.Second)
+
+	status, list, _ := b.do(t, http.MethodGet, subscriptionsPath, nil)
+	require.Equal(t, http.StatusOK, status, list)
+	require.Equal(t, view, list["items"].([]any)[0].(map[string]any)["endpoint"])
 }

@@ -28,7 +28,7 @@ func (h *RunHandlers) ListRuns(ctx context.Context, req api.ListRunsRequestObjec
 		s := string(*p.Status)
 		status = &s
 	}
-	page, err := h.svc.ListRuns(ctx, auth.CallerFrom(ctx), run.RunFilter{ThreadID: p.ThreadId, AgentID: p.AgentId, Status: status}, p.Limit, p.Cursor)
+	page, err := h.svc.ListRuns(ctx, auth.CallerFrom(ctx), run.RunFilter{ThreadID: p.ThreadId, AgentID: p.AgentId, Status: status, CreatedAfter: p.CreatedAfter}, p.Limit, p.Cursor)
 	if err != nil {
 		return nil, err
 	}

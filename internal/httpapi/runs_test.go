@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -369,4 +370,23 @@ func TestRunsAreWorkspaceScoped(t *testing.T) {
 	require.Empty(t, b.must(t, http.StatusOK, http.MethodGet, "/api/v1/runs", nil, other...)["items"])
 	require.Empty(t, b.must(t, http.StatusOK, http.MethodGet, "/api/v1/threads", nil, other...)["items"])
 	require.Equal(t, "accepted", b.get(t, runPath)["status"], "the other workspace's cancel changed nothing")
+}
+
+// created_after keeps the runs created after a time, with the other filters.
+func TestListRunsCreatedAfter(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	first := b.startRun(t, "one")
+	_, err := b.h.App.Pool.Exec(t.Context(), `UPDATE run SET created_at = now() - interval '2 days' WHERE id = $1`, first["id"])
+	require.NoError(t, err)
+	second := b.startRun(t, "two")
+	since := url.QueryEscape(time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339))
+	for _, q := range []string{"", "&agent_id=" + b.agentID, "&thread_id=" + second["thread_id"].(string), "&status=accepted"} {
+		items := b.get(t, "/api/v1/runs?created_after="+since+q)["items"].([]any)
+		require.Len(t, items, 1, q)
+		require.Equal(t, second["id"], items[0].(map[string]any)["id"], q)
+	}
+	require.Empty(t, b.get(t, "/api/v1/runs?created_after="+since+"&thread_id="+first["thread_id"].(string))["items"])
+	require.Len(t, b.get(t, "/api/v1/runs")["items"], 2)
+	b.must(t, http.StatusBadRequest, http.MethodGet, "/api/v1/runs?created_after=yesterday", nil)
 }

@@ -111,5 +111,9 @@ func toAPISubscription(s subscription.Subscription) api.Subscription {
 		Id: s.ID, Url: s.URL, EventTypes: types, Enabled: s.Enabled, Description: s.Description,
 		Version: int(s.Version), CreatedById: s.CreatedByID, UpdatedById: s.UpdatedByID,
 		CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(),
+		Endpoint: api.SubscriptionEndpoint{
+			ConsecutiveFailures: int(s.Endpoint.ConsecutiveFailures),
+			PausedUntil:         nullableTime(s.Endpoint.PausedUntil),
+		},
 	}
 }

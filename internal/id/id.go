@@ -6,6 +6,7 @@ package id
 
 import (
 	"strings"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -50,4 +51,15 @@ func New(prefix string) string {
 // HasPrefix reports whether s looks like an id of the given kind.
 func HasPrefix(s, prefix string) bool {
 	return len(s) == len(prefix)+1+ulid.EncodedSize && strings.HasPrefix(s, prefix+"_")
+}
+
+// Floor returns an id of kind prefix that sorts before every id of that kind
+// made at t or later (and after those made a millisecond or more before t):
+// a bound for an index range over ids, which sort by creation time.
+func Floor(prefix string, t time.Time) string {
+	var u ulid.ULID
+	if t.After(ulid.Time(0)) {
+		_ = u.SetTime(ulid.Timestamp(t))
+	}
+	return prefix + "_" + strings.ToLower(u.String())
 }

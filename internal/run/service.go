@@ -372,6 +372,22 @@ type RunFilter struct {
 	ThreadID *string
 	AgentID  *string
 	Status   *string
+	// CreatedAfter keeps the runs created after this time.
+	CreatedAfter *time.Time
+}
+
+// clockAllowance is how far the clock that made a run's id (the process's)
+// may be behind the one that stamped its created_at (the database's) for
+// CreatedAfter to still find it: the id floor of a time-filtered list is
+// that much earlier.
+const clockAllowance = time.Hour
+
+// floorID is the lowest run id a list filtered by f may hold ("" for any).
+func (f RunFilter) floorID() string {
+	if f.CreatedAfter == nil {
+		return ""
+	}
+	return id.Floor(id.Run, f.CreatedAfter.Add(-clockAllowance))
 }
 
 // ListRuns lists the workspace's runs that match f, newest first. A thread
@@ -395,16 +411,20 @@ func (s *Service) ListRuns(ctx context.Context, c *auth.Caller, f RunFilter, lim
 		}
 	}
 	n := resource.Limit(limit)
+	floor := f.floorID()
 	var rows []db.Run
 	switch {
 	case f.ThreadID != nil:
 		rows, err = s.q.RunListOfThread(ctx, s.pool, db.RunListOfThreadParams{
-			WorkspaceID: c.WorkspaceID, ThreadID: *f.ThreadID, AfterID: after, Status: f.Status, AgentID: f.AgentID, PageLimit: int32(n)})
+			WorkspaceID: c.WorkspaceID, ThreadID: *f.ThreadID, AfterID: after, FloorID: floor, Status: f.Status, AgentID: f.AgentID,
+			CreatedAfter: f.CreatedAfter, PageLimit: int32(n)})
 	case f.AgentID != nil:
 		rows, err = s.q.RunListByAgent(ctx, s.pool, db.RunListByAgentParams{
-			WorkspaceID: c.WorkspaceID, AgentID: *f.AgentID, AfterID: after, Status: f.Status, PageLimit: int32(n)})
+			WorkspaceID: c.WorkspaceID, AgentID: *f.AgentID, AfterID: after, FloorID: floor, Status: f.Status,
+			CreatedAfter: f.CreatedAfter, PageLimit: int32(n)})
 	default:
-		rows, err = s.q.RunList(ctx, s.pool, db.RunListParams{WorkspaceID: c.WorkspaceID, AfterID: after, Status: f.Status, PageLimit: int32(n)})
+		rows, err = s.q.RunList(ctx, s.pool, db.RunListParams{WorkspaceID: c.WorkspaceID, AfterID: after, FloorID: floor, Status: f.Status,
+			CreatedAfter: f.CreatedAfter, PageLimit: int32(n)})
 	}
 	if err != nil {
 		return RunPage{}, dbx.Translate(err, "run")

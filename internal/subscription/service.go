@@ -139,7 +139,41 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 	if err != nil {
 		return Page{}, dbx.Translate(err, "subscription")
 	}
-	return resource.PageOf(rows, n, subscriptionOf, func(r db.Subscription) string { return r.ID }), nil
+	page := resource.PageOf(rows, n, subscriptionOf, func(r db.Subscription) string { return r.ID })
+	if err := s.withHealth(ctx, s.pool, page.Items); err != nil {
+		return Page{}, err
+	}
+	return page, nil
+}
+
+// withHealth fills in the endpoint health of subs.
+func (s *Service) withHealth(ctx context.Context, q db.DBTX, subs []Subscription) error {
+	if len(subs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(subs))
+	for i, sub := range subs {
+		ids[i] = sub.ID
+	}
+	rows, err := s.q.SubscriptionEndpointHealth(ctx, q, ids)
+	if err != nil {
+		return dbx.Translate(err, "subscription")
+	}
+	for _, r := range rows {
+		for i := range subs {
+			if subs[i].ID == r.SubscriptionID {
+				subs[i].Endpoint = EndpointHealth{ConsecutiveFailures: r.Failures, PausedUntil: r.PausedUntil}
+			}
+		}
+	}
+	return nil
+}
+
+// withHealthOf is withHealth for one subscription.
+func (s *Service) withHealthOf(ctx context.Context, q db.DBTX, sub Subscription) (Subscription, error) {
+	subs := []Subscription{sub}
+	err := s.withHealth(ctx, q, subs)
+	return subs[0], err
 }
 
 // Get reads a subscription of the caller's workspace, without its secret.
@@ -151,7 +185,7 @@ func (s *Service) Get(ctx context.Context, c *auth.Caller, subID string) (Subscr
 	if err != nil {
 		return Subscription{}, dbx.Translate(err, "subscription")
 	}
-	return subscriptionOf(row), nil
+	return s.withHealthOf(ctx, s.pool, subscriptionOf(row))
 }
 
 // Update changes a subscription. The If-Match check and the write happen on
@@ -205,7 +239,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (S
 			p.Url, fields = *in.URL, append(fields, "url")
 		}
 		if len(fields) == 0 {
-			return subscriptionOf(row), nil
+			return s.withHealthOf(ctx, tx, subscriptionOf(row))
 		}
 		row, err = s.q.SubscriptionUpdate(ctx, tx, p)
 		if err != nil {
@@ -214,7 +248,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (S
 		if err := s.record(ctx, tx, c, "subscription.updated", row, fields); err != nil {
 			return Subscription{}, err
 		}
-		return subscriptionOf(row), nil
+		return s.withHealthOf(ctx, tx, subscriptionOf(row))
 	})
 }
 
@@ -248,7 +282,8 @@ func (s *Service) RotateSecret(ctx context.Context, c *auth.Caller, subID string
 		if err := s.record(ctx, tx, c, "subscription.secret_rotated", row, []string{"secret"}); err != nil {
 			return WithSecret{}, err
 		}
-		return WithSecret{Subscription: subscriptionOf(row), Secret: secret}, nil
+		sub, err := s.withHealthOf(ctx, tx, subscriptionOf(row))
+		return WithSecret{Subscription: sub, Secret: secret}, err
 	})
 }
 

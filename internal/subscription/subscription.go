@@ -60,6 +60,18 @@ type Subscription struct {
 	UpdatedByID string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// Endpoint is how the subscription's endpoint has been answering.
+	Endpoint EndpointHealth
+}
+
+// EndpointHealth is how a subscription's endpoint has been answering: its
+// consecutive failed attempts (a delivered attempt resets them) and, once
+// they reach outbox.webhook_endpoint_failures, until when the endpoint is
+// backed off: no delivery of the subscription is attempted before then
+// (docs/decisions/0042-webhook-isolation.md).
+type EndpointHealth struct {
+	ConsecutiveFailures int32
+	PausedUntil         *time.Time
 }
 
 // ETag is the subscription's entity tag.

@@ -76,10 +76,15 @@ SELECT * FROM run WHERE id = @id;
 -- name: RunLock :one
 SELECT * FROM run WHERE workspace_id = @workspace_id AND id = @id FOR UPDATE;
 
+-- RunList lists the workspace's runs, optionally of one status and created
+-- after a time. floor_id bounds the index scan from below (an id made a
+-- little before created_after, "" for none; ids sort by creation time), so
+-- the last page of a time-filtered list does not walk every older run.
 -- name: RunList :many
 SELECT * FROM run
-WHERE workspace_id = @workspace_id AND id < @after_id
+WHERE workspace_id = @workspace_id AND id < @after_id AND id >= @floor_id
     AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
+    AND (sqlc.narg('created_after')::timestamptz IS NULL OR created_at > sqlc.narg('created_after')::timestamptz)
 ORDER BY id DESC
 LIMIT @page_limit;
 

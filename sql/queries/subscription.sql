@@ -36,3 +36,9 @@ SELECT pg_advisory_xact_lock(hashtextextended('subscription_create:' || @workspa
 
 -- name: SubscriptionCount :one
 SELECT count(*)::int FROM subscription WHERE workspace_id = @workspace_id;
+
+-- name: SubscriptionEndpointHealth :many
+-- The endpoint health of subscriptions that have any (outbox_endpoint): a
+-- subscription without a row is healthy.
+SELECT subscription_id, failures, paused_until FROM outbox_endpoint
+WHERE subscription_id = ANY(@ids::text[]);

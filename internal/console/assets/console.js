@@ -25,4 +25,175 @@
       ev.stopImmediatePropagation();
     }
   }, true);
+  // ---- Live streams ----
+  // <section data-live-stream="URL" data-live-run="run_x"> follows a thread's
+  // Server-Sent Events and appends the run's events to its
+  // [data-live-timeline], in the shape the server renders them. Text is set
+  // with textContent only: what models and tools say is never parsed as
+  // HTML. EventSource resumes after the last event it got (Last-Event-ID)
+  // when the connection drops; streams close when htmx swaps the page.
+  var streams = [];
+
+  function closeStreams() {
+    streams.forEach(function (s) { s.close(); });
+    streams = [];
+  }
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function pretty(v) {
+    if (typeof v === "string") {
+      try { return JSON.stringify(JSON.parse(v), null, 2); } catch (e) { return v; }
+    }
+    return JSON.stringify(v, null, 2);
+  }
+
+  var finished = { succeeded: true, failed: true, cancelled: true };
+
+  function follow(section) {
+    var url = section.getAttribute("data-live-stream");
+    var runID = section.getAttribute("data-live-run");
+    var list = section.querySelector("[data-live-timeline]");
+    if (!url || !list || !window.EventSource) return;
+    var page = section.closest("#page") || document;
+    var es = new EventSource(url);
+    section.svcStream = es;
+    streams.push(es);
+
+    // item starts a timeline entry for event ev.
+    function item(ev) {
+      var li = el("li", "event event-" + ev.type);
+      li.setAttribute("data-seq", ev.seq);
+      var head = el("div", "event-head");
+      head.appendChild(el("span", "badge", ev.type));
+      head.appendChild(document.createTextNode(" "));
+      head.appendChild(el("span", "muted", "#" + ev.seq + " · " + ev.at));
+      li.appendChild(head);
+      return li;
+    }
+
+    function details(li, summary, data) {
+      var d = el("details");
+      d.appendChild(el("summary", null, summary));
+      d.appendChild(el("pre", null, pretty(data)));
+      li.appendChild(d);
+    }
+
+    function line(li, before, code, after) {
+      var p = el("p", null, before);
+      if (code !== undefined) p.appendChild(el("code", null, code));
+      if (after) p.appendChild(document.createTextNode(after));
+      li.appendChild(p);
+      return p;
+    }
+
+    function setStatus(status) {
+      var badge = page.querySelector("[data-live-status]");
+      if (!badge) return;
+      badge.textContent = status;
+      badge.className = "status status-" + status;
+    }
+
+    // current is the entry streamed text accumulates into: the page's last
+    // one when it ends with text still streaming.
+    var current = list.lastElementChild;
+    if (current && !current.classList.contains("event-message.delta")) current = null;
+
+    function handle(msg) {
+      var ev;
+      try { ev = JSON.parse(msg.data); } catch (e) { return; }
+      if (runID && ev.run_id !== runID) return;
+      var data = ev.data || {};
+      if (ev.type === "message.delta") {
+        if (!current) {
+          current = item(ev);
+          current.appendChild(el("p", "message-text"));
+          list.appendChild(current);
+        }
+        current.setAttribute("data-seq", ev.seq);
+        current.querySelector(".message-text").textContent += data.text || "";
+        return;
+      }
+      var li = item(ev);
+      switch (ev.type) {
+        case "message.completed":
+          if (current) {
+            current.querySelector(".message-text").textContent = data.content || "";
+            current = null;
+          }
+          li.appendChild(el("p", "message-role", data.role));
+          if (data.content) li.appendChild(el("p", "message-text", data.content));
+          (data.tool_calls || []).forEach(function (c) {
+            line(li, "Calls ", c.name);
+            li.appendChild(el("pre", null, pretty(c.arguments)));
+          });
+          break;
+        case "tool.call":
+          current = null;
+          line(li, "Tool call ", data.name);
+          li.appendChild(el("pre", null, pretty(data.arguments)));
+          break;
+        case "tool.result":
+          current = null;
+          var p = line(li, "Tool result of ", data.name);
+          if (data.is_error) { p.appendChild(document.createTextNode(" ")); p.appendChild(el("span", "status status-failed", "error")); }
+          li.appendChild(el("pre", null, data.content));
+          break;
+        case "run.status":
+          current = null;
+          var s = line(li, "Status ");
+          s.appendChild(el("span", "status status-" + data.status, data.status));
+          if (data.attempt) s.appendChild(document.createTextNode(" · attempt " + data.attempt));
+          if (data.error) s.appendChild(el("span", "field-error", " · " + data.error.code + ": " + data.error.message));
+          setStatus(data.status);
+          break;
+        case "error":
+        case "run.error":
+          current = null;
+          li.appendChild(el("p", "field-error", data.code + ": " + data.message + (data.retrying ? " (retrying)" : "")));
+          break;
+      }
+      details(li, "Event data", data);
+      list.appendChild(li);
+      if (ev.type === "run.status" && runID && finished[data.status]) {
+        // The run ended: stop following, and show the page again for its
+        // usage, attempts and error.
+        es.close();
+        var note = section.querySelector(".live-note");
+        if (note) note.textContent = "The run finished.";
+        if (window.htmx) {
+          window.htmx.ajax("GET", window.location.pathname, { target: "#page", select: "#page", swap: "outerHTML" });
+        }
+      }
+    }
+
+    ["run.status", "message.delta", "message.completed", "tool.call", "tool.result", "run.error",
+      "approval.requested", "approval.decided", "context.compacted"].forEach(function (t) {
+      es.addEventListener(t, handle);
+    });
+    // A server event named "error" has data; the EventSource's own error
+    // event (a dropped connection, which it retries) has none.
+    es.addEventListener("error", function (msg) {
+      if (msg.data) handle(msg);
+    });
+  }
+
+  function startStreams(root) {
+    var scope = root && root.querySelectorAll ? root : document;
+    var found = scope.matches && scope.matches("[data-live-stream]") ? [scope] : [];
+    Array.prototype.forEach.call(scope.querySelectorAll("[data-live-stream]"), function (s) { found.push(s); });
+    found.forEach(function (s) {
+      if (!s.svcStream) follow(s);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { startStreams(document); });
+  document.addEventListener("htmx:load", function (ev) { startStreams(ev.detail && ev.detail.elt); });
+  document.addEventListener("htmx:beforeSwap", closeStreams);
+  window.addEventListener("pagehide", closeStreams);
 })();
