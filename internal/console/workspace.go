@@ -71,6 +71,10 @@ func (c *Console) routes() []route {
 		c.agentRoutes(),
 		c.skillRoutes(),
 		c.runsRoutes(),
+		c.providerRoutes(),
+		c.modelRoutes(),
+		c.environmentRoutes(),
+		c.connectionRoutes(),
 	} {
 		out = append(out, rs...)
 	}
