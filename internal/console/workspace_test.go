@@ -25,7 +25,11 @@ func (b *testBundle) signedInMember(t *testing.T, role string) (*browser, testfa
 
 // workspacePath is the console URL of a page of the bootstrap workspace.
 func (b *testBundle) workspacePath(parts ...string) string {
-	return "/w/" + b.admin.WorkspaceID + "/" + strings.Join(parts, "/")
+	p := "/w/" + b.admin.WorkspaceID
+	if rest := strings.Join(parts, "/"); rest != "" {
+		p += "/" + rest
+	}
+	return p
 }
 
 func TestWorkspacePagesNeedASessionAndComeBackAfterSignIn(t *testing.T) {
