@@ -68,6 +68,7 @@ func (c *Console) routes() []route {
 	for _, rs := range [][]route{
 		c.workspaceRoutes(),
 		c.apiKeyRoutes(),
+		c.webhookRoutes(),
 	} {
 		out = append(out, rs...)
 	}
