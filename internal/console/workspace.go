@@ -69,6 +69,7 @@ func (c *Console) routes() []route {
 		c.workspaceRoutes(),
 		c.apiKeyRoutes(),
 		c.webhookRoutes(),
+		c.memberRoutes(),
 	} {
 		out = append(out, rs...)
 	}
