@@ -70,6 +70,7 @@ func (c *Console) routes() []route {
 		c.apiKeyRoutes(),
 		c.webhookRoutes(),
 		c.memberRoutes(),
+		c.auditRoutes(),
 	} {
 		out = append(out, rs...)
 	}
