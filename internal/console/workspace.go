@@ -71,6 +71,7 @@ func (c *Console) routes() []route {
 		c.webhookRoutes(),
 		c.memberRoutes(),
 		c.auditRoutes(),
+		c.memoryRoutes(),
 	} {
 		out = append(out, rs...)
 	}
