@@ -2944,6 +2944,21 @@ type ListAuditEventsParams struct {
 
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// ActorId Only events of this actor (a principal id).
+	ActorId *string `form:"actor_id,omitempty" json:"actor_id,omitempty"`
+
+	// Action Only events of this action, such as `member.role_changed`.
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+
+	// SubjectId Only events about this subject (the id of the resource changed).
+	SubjectId *string `form:"subject_id,omitempty" json:"subject_id,omitempty"`
+
+	// Since Only events recorded at or after this time.
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only events recorded before this time.
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
 }
 
 // ListConnectionsParams defines parameters for ListConnections.
@@ -4235,6 +4250,8 @@ type ClientInterface interface {
 	GetAssetContent(ctx context.Context, assetId AssetId, params *GetAssetContentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAuditEvents List the key's workspace's audit trail
+	//
+	// Newest first; the filters given all apply.
 	//
 	// Corresponds with GET /api/v1/audit-events (the `ListAuditEvents` operationId).
 	ListAuditEvents(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5966,6 +5983,8 @@ func (c *Client) GetAssetContent(ctx context.Context, assetId AssetId, params *G
 }
 
 // ListAuditEvents List the key's workspace's audit trail
+//
+// Newest first; the filters given all apply.
 //
 // Corresponds with GET /api/v1/audit-events (the `ListAuditEvents` operationId).
 func (c *Client) ListAuditEvents(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9587,6 +9606,66 @@ func NewListAuditEventsRequest(server string, params *ListAuditEventsParams) (*h
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ActorId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor_id", *params.ActorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SubjectId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "subject_id", *params.SubjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -15081,6 +15160,8 @@ type ClientWithResponsesInterface interface {
 	GetAssetContentWithResponse(ctx context.Context, assetId AssetId, params *GetAssetContentParams, reqEditors ...RequestEditorFn) (*GetAssetContentResponse, error)
 
 	// ListAuditEventsWithResponse List the key's workspace's audit trail
+	//
+	// Newest first; the filters given all apply.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -30353,6 +30434,8 @@ func (c *ClientWithResponses) GetAssetContentWithResponse(ctx context.Context, a
 }
 
 // ListAuditEventsWithResponse List the key's workspace's audit trail
+//
+// Newest first; the filters given all apply.
 //
 // Returns a wrapper object for the known response body format(s).
 //

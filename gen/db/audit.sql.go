@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const auditEventInsert = `-- name: AuditEventInsert :exec
@@ -47,18 +48,41 @@ func (q *Queries) AuditEventInsert(ctx context.Context, db DBTX, arg AuditEventI
 const auditEventListByWorkspace = `-- name: AuditEventListByWorkspace :many
 SELECT id, organization_id, workspace_id, actor_id, action, subject_type, subject_id, version, changed_fields, request_id, created_at FROM audit_event
 WHERE workspace_id = $1 AND id < $2
+  AND ($3::text IS NULL OR actor_id = $3::text)
+  AND ($4::text IS NULL OR action = $4::text)
+  AND ($5::text IS NULL OR subject_id = $5::text)
+  AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+  AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
 ORDER BY id DESC
-LIMIT $3
+LIMIT $8
 `
 
 type AuditEventListByWorkspaceParams struct {
-	WorkspaceID *string `json:"workspace_id"`
-	AfterID     string  `json:"after_id"`
-	PageLimit   int32   `json:"page_limit"`
+	WorkspaceID *string    `json:"workspace_id"`
+	AfterID     string     `json:"after_id"`
+	ActorID     *string    `json:"actor_id"`
+	Action      *string    `json:"action"`
+	SubjectID   *string    `json:"subject_id"`
+	Since       *time.Time `json:"since"`
+	Until       *time.Time `json:"until"`
+	PageLimit   int32      `json:"page_limit"`
 }
 
+// AuditEventListByWorkspace lists a workspace's trail, newest first, with
+// optional filters that all apply. Run with custom plans when a filter is
+// given (AuditEventListPlanCustom), so that a subject's events are read
+// through audit_event_subject_idx.
 func (q *Queries) AuditEventListByWorkspace(ctx context.Context, db DBTX, arg AuditEventListByWorkspaceParams) ([]AuditEvent, error) {
-	rows, err := db.Query(ctx, auditEventListByWorkspace, arg.WorkspaceID, arg.AfterID, arg.PageLimit)
+	rows, err := db.Query(ctx, auditEventListByWorkspace,
+		arg.WorkspaceID,
+		arg.AfterID,
+		arg.ActorID,
+		arg.Action,
+		arg.SubjectID,
+		arg.Since,
+		arg.Until,
+		arg.PageLimit,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -87,4 +111,14 @@ func (q *Queries) AuditEventListByWorkspace(ctx context.Context, db DBTX, arg Au
 		return nil, err
 	}
 	return items, nil
+}
+
+const auditEventListPlanCustom = `-- name: AuditEventListPlanCustom :exec
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
+`
+
+// Plans the transaction's statements for their actual parameters.
+func (q *Queries) AuditEventListPlanCustom(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, auditEventListPlanCustom)
+	return err
 }

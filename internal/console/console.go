@@ -17,6 +17,7 @@ package console
 import (
 	"errors"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -136,11 +137,20 @@ type request struct {
 	csrf string
 	// form holds a POST's fields (never the query string's).
 	form url.Values
+	// parts are an upload's parts after its CSRF token, unread (pageFor).
+	parts *multipart.Reader
 }
 
 // page wraps a handler with what every page needs: security headers, the
 // startup gate, the session, CSRF and the rendering of failures.
 func (c *Console) page(h func(*request) error) echo.HandlerFunc {
+	return c.pageFor(h, false)
+}
+
+// pageFor is page; with upload, a POST is a multipart/form-data upload whose
+// first part is the CSRF token, checked before anything else is read, and
+// whose other parts the handler streams from request.parts (readUploadHead).
+func (c *Console) pageFor(h func(*request) error, upload bool) echo.HandlerFunc {
 	return func(ec echo.Context) error {
 		setSecurityHeaders(ec.Response().Header())
 		r := &request{ec: ec}
@@ -157,7 +167,11 @@ func (c *Console) page(h func(*request) error) echo.HandlerFunc {
 				// sent signed out (package reqbody).
 				reqbody.Authenticate(ec.Request())
 			}
-			if err := c.readForm(r); err != nil {
+			read := c.readForm
+			if upload {
+				read = c.readUploadHead
+			}
+			if err := read(r); err != nil {
 				if ae, ok := apperr.As(err); ok && ae.Kind == apperr.KindUnavailable {
 					// Too many signed-out forms are being read: refused unread.
 					ec.Response().Header().Set("Retry-After", strconv.Itoa(ae.RetryAfterSeconds()))

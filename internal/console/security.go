@@ -6,7 +6,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -110,6 +112,42 @@ func (c *Console) readForm(r *request) error {
 		return err
 	}
 	r.form = req.PostForm
+	return nil
+}
+
+// maxTokenPartBytes bounds the CSRF token part that starts an upload.
+const maxTokenPartBytes = 256
+
+// readUploadHead starts reading a multipart/form-data POST: its first part
+// must be the csrf_token field, which it reads (bounded) into r.form so that
+// the token is checked before any other byte of the body is read. The parts
+// after it are left in r.parts for the handler to stream. A body whose first
+// part is another is read no further and carries no token, so it is refused
+// as a form without one.
+func (c *Console) readUploadHead(r *request) error {
+	req := r.ec.Request()
+	mt, params, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return errors.New("not a multipart form")
+	}
+	r.form = url.Values{}
+	r.parts = multipart.NewReader(req.Body, params["boundary"])
+	part, err := r.parts.NextPart()
+	if err != nil {
+		return err
+	}
+	defer part.Close()
+	if part.FormName() != csrfField || part.FileName() != "" {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(part, maxTokenPartBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(b) > maxTokenPartBytes {
+		return errors.New("csrf_token part too large")
+	}
+	r.form.Set(csrfField, string(b))
 	return nil
 }
 

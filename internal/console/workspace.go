@@ -59,7 +59,10 @@ type route struct {
 	// Permission is what a route without an API twin requires ("" when it
 	// has one).
 	Permission string
-	Handle     func(*wsRequest) error
+	// Upload marks a POST sent as multipart/form-data whose parts the
+	// handler streams (Console.pageFor).
+	Upload bool
+	Handle func(*wsRequest) error
 }
 
 // routes lists every workspace route, section by section.
@@ -75,6 +78,11 @@ func (c *Console) routes() []route {
 		c.modelRoutes(),
 		c.environmentRoutes(),
 		c.connectionRoutes(),
+		c.webhookRoutes(),
+		c.memberRoutes(),
+		c.auditRoutes(),
+		c.memoryRoutes(),
+		c.assetRoutes(),
 	} {
 		out = append(out, rs...)
 	}
@@ -168,7 +176,7 @@ func (r *wsRequest) can(perm string) bool { return r.caller.Allows(perm) }
 // in (and back), a workspace the person cannot act in is 404 whether or not
 // it exists, and a route the person's role does not allow is 403.
 func (c *Console) inWorkspace(rt route) echo.HandlerFunc {
-	return c.page(func(r *request) error {
+	return c.pageFor(func(r *request) error {
 		if r.session == nil {
 			if r.ec.Request().Method != http.MethodGet {
 				return c.message(r, http.StatusUnauthorized, msgSignedOut)
@@ -190,7 +198,7 @@ func (c *Console) inWorkspace(rt route) echo.HandlerFunc {
 			return c.failIn(wr, err)
 		}
 		return nil
-	})
+	}, rt.Upload)
 }
 
 // failIn renders what a service refused in a workspace page: a missing

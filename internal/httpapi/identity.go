@@ -145,9 +145,13 @@ func (h *IdentityHandlers) RevokeAPIKey(ctx context.Context, req api.RevokeAPIKe
 	return api.RevokeAPIKey200JSONResponse{Body: toAPIKey(k), Headers: api.RevokeAPIKey200ResponseHeaders{ETag: &etag}}, nil
 }
 
-// ListAuditEvents lists the audit trail of the key's workspace.
+// ListAuditEvents lists the audit trail of the key's workspace, filtered.
 func (h *IdentityHandlers) ListAuditEvents(ctx context.Context, req api.ListAuditEventsRequestObject) (api.ListAuditEventsResponseObject, error) {
-	p, err := h.svc.ListAuditEvents(ctx, auth.CallerFrom(ctx), identity.PageInput{Limit: req.Params.Limit, Cursor: req.Params.Cursor})
+	q := req.Params
+	p, err := h.svc.ListAuditEvents(ctx, auth.CallerFrom(ctx), identity.ListAuditEventsInput{
+		PageInput: identity.PageInput{Limit: q.Limit, Cursor: q.Cursor},
+		ActorID:   q.ActorId, Action: q.Action, SubjectID: q.SubjectId, Since: q.Since, Until: q.Until,
+	})
 	if err != nil {
 		return nil, err
 	}

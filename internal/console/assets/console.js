@@ -197,3 +197,18 @@
   document.addEventListener("htmx:beforeSwap", closeStreams);
   window.addEventListener("pagehide", closeStreams);
 })();
+
+// ---- Assets: upload progress ----
+// A form holding <progress data-upload-progress> shows how much of its body
+// htmx has sent (htmx:xhr:progress); without JavaScript the form posts as is.
+(function () {
+  "use strict";
+  document.addEventListener("htmx:xhr:progress", function (ev) {
+    var form = ev.target && ev.target.closest && ev.target.closest("form");
+    var bar = form && form.querySelector("progress[data-upload-progress]");
+    if (!bar || !ev.detail || !ev.detail.lengthComputable) return;
+    bar.hidden = false;
+    bar.max = ev.detail.total;
+    bar.value = ev.detail.loaded;
+  });
+})();
