@@ -27,6 +27,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/invitation"
 	"github.com/svcdev/svc/internal/ratelimit"
 	"github.com/svcdev/svc/internal/reqbody"
@@ -139,18 +140,25 @@ type request struct {
 	form url.Values
 	// parts are an upload's parts after its CSRF token, unread (pageFor).
 	parts *multipart.Reader
+	// caller is the person acting in the workspace of a workspace page,
+	// admitted before the body is read (inWorkspace).
+	caller *auth.Caller
 }
 
 // page wraps a handler with what every page needs: security headers, the
 // startup gate, the session, CSRF and the rendering of failures.
 func (c *Console) page(h func(*request) error) echo.HandlerFunc {
-	return c.pageFor(h, false)
+	return c.pageFor(h, nil, false)
 }
 
 // pageFor is page; with upload, a POST is a multipart/form-data upload whose
 // first part is the CSRF token, checked before anything else is read, and
 // whose other parts the handler streams from request.parts (readUploadHead).
-func (c *Console) pageFor(h func(*request) error, upload bool) echo.HandlerFunc {
+// pageFor is page with admit, which runs once the session is known and
+// before any body is read (so a request that may not be made is refused
+// unread) and may answer the request itself (true); upload reads a
+// multipart form's head only (readUploadHead).
+func (c *Console) pageFor(h func(*request) error, admit func(*request) (bool, error), upload bool) echo.HandlerFunc {
 	return func(ec echo.Context) error {
 		setSecurityHeaders(ec.Response().Header())
 		r := &request{ec: ec}
@@ -159,6 +167,15 @@ func (c *Console) pageFor(h func(*request) error, upload bool) echo.HandlerFunc 
 		}
 		if err := c.loadSession(r); err != nil {
 			return c.fail(r, err)
+		}
+		if admit != nil {
+			handled, err := admit(r)
+			if err != nil {
+				return c.fail(r, err)
+			}
+			if handled {
+				return nil
+			}
 		}
 		if ec.Request().Method == http.MethodPost {
 			if r.session != nil {

@@ -41,7 +41,7 @@ var sections = []section{
 	{"Environments", "environments", auth.PermRead},
 	{"Memories", "memories", auth.PermRead},
 	{"Assets", "assets", auth.PermRead},
-	{"Webhooks", "webhooks", auth.PermRead},
+	{"Webhooks", "webhooks", auth.PermAdmin},
 	{"Members", "members", auth.PermRead},
 	{"API keys", "api-keys", auth.PermRead},
 	{"Audit log", "audit", auth.PermAdmin},
@@ -176,29 +176,33 @@ func (r *wsRequest) can(perm string) bool { return r.caller.Allows(perm) }
 // in (and back), a workspace the person cannot act in is 404 whether or not
 // it exists, and a route the person's role does not allow is 403.
 func (c *Console) inWorkspace(rt route) echo.HandlerFunc {
-	return c.pageFor(func(r *request) error {
+	admit := func(r *request) (bool, error) {
 		if r.session == nil {
 			if r.ec.Request().Method != http.MethodGet {
-				return c.message(r, http.StatusUnauthorized, msgSignedOut)
+				return true, c.message(r, http.StatusUnauthorized, msgSignedOut)
 			}
-			return r.ec.Redirect(http.StatusSeeOther, "/sign-in?next="+url.QueryEscape(r.ec.Request().URL.RequestURI()))
+			return true, r.ec.Redirect(http.StatusSeeOther, "/sign-in?next="+url.QueryEscape(r.ec.Request().URL.RequestURI()))
 		}
 		caller, err := c.sessions.Caller(r.ec.Request().Context(), *r.session, r.ec.Param("ws"))
 		if errors.Is(err, session.ErrNoWorkspace) {
-			return c.message(r, http.StatusNotFound, msgNoWorkspace)
+			return true, c.message(r, http.StatusNotFound, msgNoWorkspace)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
-		wr := &wsRequest{request: r, caller: caller, route: rt}
 		if !caller.Allows(rt.Permission) {
-			return c.message(r, http.StatusForbidden, msgNotAllowed(rt.Permission))
+			return true, c.message(r, http.StatusForbidden, msgNotAllowed(rt.Permission))
 		}
+		r.caller = caller
+		return false, nil
+	}
+	return c.pageFor(func(r *request) error {
+		wr := &wsRequest{request: r, caller: r.caller, route: rt}
 		if err := rt.Handle(wr); err != nil {
 			return c.failIn(wr, err)
 		}
 		return nil
-	}, rt.Upload)
+	}, admit, rt.Upload)
 }
 
 // failIn renders what a service refused in a workspace page: a missing

@@ -110,8 +110,9 @@ func TestForeignCursorsAreRefusedOnEveryList(t *testing.T) {
 	var tried []string
 	for path, item := range doc.Paths.Map() {
 		op := item.Get
-		if op == nil || !slices.ContainsFunc(op.Parameters, func(p *openapi3.ParameterRef) bool { return p.Value != nil && p.Value.Name == "cursor" }) {
-			continue
+		if op == nil || !strings.HasPrefix(path, "/api/") ||
+			!slices.ContainsFunc(op.Parameters, func(p *openapi3.ParameterRef) bool { return p.Value != nil && p.Value.Name == "cursor" }) {
+			continue // the console's pages show a refused cursor on the page
 		}
 		concrete, ok := fillPath(path, values)
 		if !ok {
