@@ -175,3 +175,21 @@ func (c *chrome) screenshot(name string) {
 	require.NoError(c.t, os.MkdirAll(dir, 0o755))
 	require.NoError(c.t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 }
+
+// reload loads the page again and waits for its content.
+func (c *chrome) reload() {
+	c.t.Helper()
+	require.NoError(c.t, c.page.Reload())
+	require.NoError(c.t, c.page.WaitLoad())
+	c.el("#content")
+}
+
+// follow opens the address of the link sel, as a click would, and waits
+// for the page.
+func (c *chrome) follow(sel string) {
+	c.t.Helper()
+	href, err := c.el(sel).Attribute("href")
+	require.NoError(c.t, err)
+	require.NotNil(c.t, href, "%s has no href", sel)
+	c.open(*href)
+}
