@@ -306,6 +306,11 @@ func (f *fitter) compact(ctx context.Context, fixed, total, start, keep int, sum
 	} else if f.in.Force {
 		target = budget / 2
 	}
+	if f.in.Force {
+		// The vendor refused what the estimate said fits: send at most
+		// half of it.
+		target = min(target, f.cal(total)/2)
+	}
 	cur := total - f.summaryTokens(f.summary)
 	var replaced []int
 	if keep >= 0 && keep != input {
