@@ -355,6 +355,9 @@ func callModel(ctx context.Context, spec *Spec, state *State, defs []llm.Tool, h
 		if spec.Context.Window <= 0 {
 			spec.Context.Window = int(float64(estimate) * state.Calibration.Factor() * 3 / 4)
 		}
+		if spec.Context.Reserve <= 0 {
+			spec.Context.Reserve = min(llm.DefaultMaxOutputTokens, spec.Context.Window/4)
+		}
 		if spec.Context.Strategy == "" {
 			spec.Context.Strategy = contextfit.Summarize
 		}
