@@ -149,11 +149,19 @@ const Instruction = "You compact a conversation between a user and an AI agent s
 // ShortenedMarker ends a tool result shortened to fit the window.
 const ShortenedMarker = "\n\n[svc: this tool result was shortened from %d to %d bytes to fit the model's context window]"
 
-// Fit answers what to send for in under p. When p has no window, or the
-// estimate of in fits (and in.Force is not set), it costs one pass over
-// the messages and sends them as they are, with the summary in force.
+// Fit answers what to send for in under p. When p has no window it sends
+// the messages as they are, after the summary in force, without a pass
+// over them; when the estimate of in fits (and in.Force is not set), it
+// costs one pass over the messages sent.
 func Fit(ctx context.Context, p Policy, in Input, summarize Summarizer) (Result, error) {
 	if p.Window <= 0 {
+		// Without a window nothing is estimated, but a summary the thread
+		// has (written after a vendor's refusal) still stands in for the
+		// messages it replaces.
+		if s := in.Summary.usable(in.Messages); s != nil && p.Strategy != Truncate {
+			f := &fitter{p: p, in: in, msgs: in.Messages, factor: 1}
+			return f.result(s, s.Keep, s.Through, 0), nil
+		}
 		return Result{System: in.System, Messages: in.Messages}, nil
 	}
 	f := &fitter{p: p, in: in, msgs: in.Messages, factor: in.Calibration.Factor(), maxResult: p.maxResult()}

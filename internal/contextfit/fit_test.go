@@ -87,6 +87,20 @@ func TestNoWindowSendsEverything(t *testing.T) {
 	require.Nil(t, r.Compaction)
 }
 
+func TestNoWindowKeepsTheSummary(t *testing.T) {
+	msgs := thread(50, 400)
+	s := &contextfit.Summary{Text: "earlier", Through: 40, Keep: -1}
+	r, err := contextfit.Fit(t.Context(), contextfit.Policy{Strategy: contextfit.Summarize},
+		contextfit.Input{System: "sys", Messages: msgs, Summary: s}, nil)
+	require.NoError(t, err)
+	require.Equal(t, msgs[40:], r.Messages)
+	require.Contains(t, r.System, "earlier")
+	r, err = contextfit.Fit(t.Context(), contextfit.Policy{Strategy: contextfit.Truncate},
+		contextfit.Input{System: "sys", Messages: msgs, Summary: s}, nil)
+	require.NoError(t, err)
+	require.Len(t, r.Messages, len(msgs), "an agent that truncates uses no summary")
+}
+
 func TestFitsAtTheWindowsEdge(t *testing.T) {
 	msgs := thread(20, 400)
 	in := contextfit.Input{System: "sys", Messages: msgs}

@@ -30,11 +30,14 @@ func (e *ContextLengthError) Error() string {
 // they give them: OpenAI's "This model's maximum context length is N
 // tokens. However, your messages resulted in M tokens" (code
 // context_length_exceeded) and Anthropic's "prompt is too long: M tokens >
-// N maximum".
+// N maximum" and Gemini's "The input token count (M) exceeds the maximum
+// number of tokens allowed (N)".
 var (
 	openAIContext    = regexp.MustCompile(`maximum context length is (\d+) tokens.*?(?:resulted in|requested) (\d+) tokens`)
 	anthropicContext = regexp.MustCompile(`prompt is too long: (\d+) tokens > (\d+) maximum`)
-	contextWords     = []string{"maximum context length", "prompt is too long", "context window", "context length", "input is too long", "too many tokens"}
+	geminiContext    = regexp.MustCompile(`input token count \(?(\d+)\)? exceeds the maximum number of tokens allowed \(?(\d+)\)?`)
+	contextWords     = []string{"maximum context length", "prompt is too long", "context window", "context length", "input is too long",
+		"too many tokens", "exceeds the maximum number of tokens"}
 )
 
 // contextLength reads a refusal's type and message (the vendor's, before
@@ -47,6 +50,9 @@ func contextLength(status int, typ, msg string) *ContextLengthError {
 		return &ContextLengthError{Limit: atoi(m[1]), Tokens: atoi(m[2])}
 	}
 	if m := anthropicContext.FindStringSubmatch(msg); m != nil {
+		return &ContextLengthError{Limit: atoi(m[2]), Tokens: atoi(m[1])}
+	}
+	if m := geminiContext.FindStringSubmatch(msg); m != nil {
 		return &ContextLengthError{Limit: atoi(m[2]), Tokens: atoi(m[1])}
 	}
 	if typ == "context_length_exceeded" {

@@ -36,6 +36,7 @@ func TestContextLengthRefusals(t *testing.T) {
 	}{
 		{"openai", chat, body(400, `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`), 8192, 9001},
 		{"openai code only", chat, body(400, `{"error":{"message":"Input too long.","type":"invalid_request_error","code":"context_length_exceeded"}}`), 0, 0},
+		{"gemini wording", chat, body(400, `{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`), 1048576, 1200000},
 		{"anthropic", messagesAPI, body(400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`), 200000, 210000},
 	}
 	for _, c := range cases {

@@ -147,6 +147,14 @@ func TestContextLengthErrorRecovered(t *testing.T) {
 	require.False(t, reqs[len(reqs)-1].Refused)
 	require.Equal(t, "Where were we?", reqs[len(reqs)-1].Messages[len(reqs[len(reqs)-1].Messages)-1]["content"])
 	require.Len(t, b.compactions(t, threadID), 1)
+
+	// The next run starts from the thread's summary: no refusal, no new summary.
+	b.ask(t, threadID, "And now?")
+	n, refused = summarizing(t, b.model.Requests())
+	require.Equal(t, 1, refused)
+	require.Equal(t, 1, n)
+	last := b.model.Requests()[len(b.model.Requests())-1]
+	require.Contains(t, last.System(), "## Summary of the earlier conversation")
 }
 
 // TestTruncateStrategy: an agent that truncates drops the oldest turns
