@@ -18,6 +18,42 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AgentConfigContextStrategy.
+const (
+	AgentConfigContextStrategySummarize AgentConfigContextStrategy = "summarize"
+	AgentConfigContextStrategyTruncate  AgentConfigContextStrategy = "truncate"
+)
+
+// Valid indicates whether the value is a known member of the AgentConfigContextStrategy enum.
+func (e AgentConfigContextStrategy) Valid() bool {
+	switch e {
+	case AgentConfigContextStrategySummarize:
+		return true
+	case AgentConfigContextStrategyTruncate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentContextStrategy.
+const (
+	AgentContextStrategySummarize AgentContextStrategy = "summarize"
+	AgentContextStrategyTruncate  AgentContextStrategy = "truncate"
+)
+
+// Valid indicates whether the value is a known member of the AgentContextStrategy enum.
+func (e AgentContextStrategy) Valid() bool {
+	switch e {
+	case AgentContextStrategySummarize:
+		return true
+	case AgentContextStrategyTruncate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentWebToolsOperations.
 const (
 	AgentWebToolsOperationsFetch  AgentWebToolsOperations = "fetch"
@@ -81,6 +117,21 @@ func (e ConnectionOperationStatus) Valid() bool {
 	case ConnectionOperationStatusPending:
 		return true
 	case ConnectionOperationStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ContextCompactedEventDataStrategy.
+const (
+	ContextCompactedEventDataStrategySummarize ContextCompactedEventDataStrategy = "summarize"
+)
+
+// Valid indicates whether the value is a known member of the ContextCompactedEventDataStrategy enum.
+func (e ContextCompactedEventDataStrategy) Valid() bool {
+	switch e {
+	case ContextCompactedEventDataStrategySummarize:
 		return true
 	default:
 		return false
@@ -200,6 +251,7 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for EventType.
 const (
+	EventTypeContextCompacted EventType = "context.compacted"
 	EventTypeError            EventType = "error"
 	EventTypeMessageCompleted EventType = "message.completed"
 	EventTypeMessageDelta     EventType = "message.delta"
@@ -211,6 +263,8 @@ const (
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
+	case EventTypeContextCompacted:
+		return true
 	case EventTypeError:
 		return true
 	case EventTypeMessageCompleted:
@@ -800,8 +854,11 @@ type Agent struct {
 
 // AgentConfig A stored agent configuration, normalized from `AgentConfigInput`.
 //
-// Example: {"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
 type AgentConfig struct {
+	Context *struct {
+		Strategy AgentConfigContextStrategy `json:"strategy"`
+	} `json:"context,omitempty"`
 	Instructions string `json:"instructions"`
 	Limits       struct {
 		MaxSteps       int `json:"max_steps"`
@@ -830,6 +887,9 @@ type AgentConfig struct {
 	} `json:"tools"`
 }
 
+// AgentConfigContextStrategy defines model for AgentConfig.Context.Strategy.
+type AgentConfigContextStrategy string
+
 // AgentConfigInput An agent configuration as sent. Members left out take their defaults; the stored
 // revision shows the normalized form (`AgentConfig`), with every member present, web
 // operations and connection actions sorted. Content identity is decided on that form.
@@ -839,6 +899,14 @@ type AgentConfig struct {
 //
 // Example: {"instructions":"You triage support tickets. Search the web for known outages before answering.","limits":{"max_steps":40,"max_tokens":200000,"timeout_seconds":900},"memories":[{"memory_id":"mem_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"model":"gpt-4.1-mini","skills":[{"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"revision_id":"rev_01jd5v6w1q3yb8j8y3tn9z2k7k","skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"subagents":[{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"tools":{"connections":[{"actions":["GITHUB_CREATE_ISSUE","GITHUB_LIST_ISSUES"],"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"environment":{"template_id":"et_01jd5v6w1q3yb8j8y3tn9z2k7h"},"web":{"operations":["search","fetch"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
 type AgentConfigInput struct {
+	// Context How a run fits the thread into the model's context window (`Model.context_window`).
+	// The system prompt, the run's input and the current step's tool calls and results
+	// always stay; older turns are compacted: `summarize` replaces them by a summary the
+	// model writes (one extra model call, recorded as a `context.compacted` event and reused
+	// by later steps and runs of the thread), `truncate` drops them. Members left out take
+	// their defaults; a stored configuration without it uses `summarize`.
+	Context *AgentContext `json:"context,omitempty"`
+
 	// Instructions System instructions; line breaks and tabs are the only control characters allowed.
 	Instructions *string `json:"instructions,omitempty"`
 
@@ -863,6 +931,19 @@ type AgentConnectionToolsInput struct {
 	// ConnectionId A connection of the workspace (con_…).
 	ConnectionId string `json:"connection_id"`
 }
+
+// AgentContext How a run fits the thread into the model's context window (`Model.context_window`).
+// The system prompt, the run's input and the current step's tool calls and results
+// always stay; older turns are compacted: `summarize` replaces them by a summary the
+// model writes (one extra model call, recorded as a `context.compacted` event and reused
+// by later steps and runs of the thread), `truncate` drops them. Members left out take
+// their defaults; a stored configuration without it uses `summarize`.
+type AgentContext struct {
+	Strategy *AgentContextStrategy `json:"strategy,omitempty"`
+}
+
+// AgentContextStrategy defines model for AgentContext.Strategy.
+type AgentContextStrategy string
 
 // AgentEnvironmentTools The environment template the agent's runs start their environment from; the
 // environment tools act in it, and skills' packages are unpacked there. null for none.
@@ -901,7 +982,7 @@ type AgentRevision struct {
 
 	// Config A stored agent configuration, normalized from `AgentConfigInput`.
 	//
-	// Example: {"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+	// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
 	Config AgentConfig `json:"config"`
 
 	// ContentHash `sha256:` and the SHA-256 of the canonical JSON of the normalized `config` (object
@@ -1155,6 +1236,29 @@ type ConnectionPage struct {
 // Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
 type ContentHash = string
 
+// ContextCompactedEventData `context.compacted`: before a model call, the thread's messages `from_position` to
+// `through_position` (but `kept_position`, the run's input, which stays) were replaced
+// by `summary` in what is sent to the model, to fit its context window. The thread's
+// messages are unchanged. `summarized_messages` of the `replaced_messages` were read to
+// write the summary (with the earlier summary); older ones did not fit in the
+// summarizing call and are dropped. Token counts are svc's estimates (calibrated by the
+// vendor's reported usage). Later steps and runs of the thread reuse the summary.
+type ContextCompactedEventData struct {
+	FromPosition       int                               `json:"from_position"`
+	KeptPosition       nullable.Nullable[int]            `json:"kept_position"`
+	ReplacedMessages   int                               `json:"replaced_messages"`
+	Strategy           ContextCompactedEventDataStrategy `json:"strategy"`
+	SummarizedMessages int                               `json:"summarized_messages"`
+	Summary            string                            `json:"summary"`
+	SummaryTokens      int                               `json:"summary_tokens"`
+	ThroughPosition    int                               `json:"through_position"`
+	TokensAfter        int                               `json:"tokens_after"`
+	TokensBefore       int                               `json:"tokens_before"`
+}
+
+// ContextCompactedEventDataStrategy defines model for ContextCompactedEventData.Strategy.
+type ContextCompactedEventDataStrategy string
+
 // CreateAPIKeyRequest defines model for CreateAPIKeyRequest.
 type CreateAPIKeyRequest struct {
 	// ExpiresAt Must be in the future.
@@ -1299,8 +1403,20 @@ type CreateModelProviderRequest struct {
 // CreateModelRequest defines model for CreateModelRequest.
 type CreateModelRequest struct {
 	// Api One of the APIs of the provider's type.
-	Api     string `json:"api"`
-	Enabled *bool  `json:"enabled,omitempty"`
+	Api string `json:"api"`
+
+	// ContextWindow The model's context window in tokens. Runs fit the conversation they send into it,
+	// less the answer's reservation (`settings.max_output_tokens`, else 4096 tokens or a
+	// quarter of the window, whichever is less): older turns are summarized or dropped as the
+	// agent's `context.strategy` says. Null takes the provider type's default for well-known
+	// vendor model names, when it has one; without either a run sends the whole thread until
+	// the vendor refuses it as too long, and then compacts it. Must be more than
+	// `settings.max_output_tokens`. In an update, null clears it and leaving it out keeps it.
+	//
+	//
+	// Example: 128000
+	ContextWindow nullable.Nullable[ModelContextWindow] `json:"context_window,omitempty"`
+	Enabled       *bool                                 `json:"enabled,omitempty"`
 
 	// Key The model's identifier in its workspace; never changes.
 	//
@@ -1790,10 +1906,22 @@ type MessageRole string
 // Model defines model for Model.
 type Model struct {
 	// Api Example: chat_completions
-	Api         string    `json:"api"`
-	CreatedAt   time.Time `json:"created_at"`
-	CreatedById string    `json:"created_by_id"`
-	Enabled     bool      `json:"enabled"`
+	Api string `json:"api"`
+
+	// ContextWindow The model's context window in tokens. Runs fit the conversation they send into it,
+	// less the answer's reservation (`settings.max_output_tokens`, else 4096 tokens or a
+	// quarter of the window, whichever is less): older turns are summarized or dropped as the
+	// agent's `context.strategy` says. Null takes the provider type's default for well-known
+	// vendor model names, when it has one; without either a run sends the whole thread until
+	// the vendor refuses it as too long, and then compacts it. Must be more than
+	// `settings.max_output_tokens`. In an update, null clears it and leaving it out keeps it.
+	//
+	//
+	// Example: 128000
+	ContextWindow nullable.Nullable[ModelContextWindow] `json:"context_window"`
+	CreatedAt     time.Time                             `json:"created_at"`
+	CreatedById   string                                `json:"created_by_id"`
+	Enabled       bool                                  `json:"enabled"`
 
 	// Key The model's identifier in its workspace; never changes.
 	//
@@ -1814,6 +1942,17 @@ type Model struct {
 	UpdatedById string        `json:"updated_by_id"`
 	Version     int           `json:"version"`
 }
+
+// ModelContextWindow The model's context window in tokens. Runs fit the conversation they send into it,
+// less the answer's reservation (`settings.max_output_tokens`, else 4096 tokens or a
+// quarter of the window, whichever is less): older turns are summarized or dropped as the
+// agent's `context.strategy` says. Null takes the provider type's default for well-known
+// vendor model names, when it has one; without either a run sends the whole thread until
+// the vendor refuses it as too long, and then compacts it. Must be more than
+// `settings.max_output_tokens`. In an update, null clears it and leaving it out keeps it.
+//
+// Example: 128000
+type ModelContextWindow = int
 
 // ModelKey The model's identifier in its workspace; never changes.
 //
@@ -2430,10 +2569,22 @@ type UpdateModelProviderRequest struct {
 
 // UpdateModelRequest defines model for UpdateModelRequest.
 type UpdateModelRequest struct {
-	Api        *string `json:"api,omitempty"`
-	Enabled    *bool   `json:"enabled,omitempty"`
-	Model      *string `json:"model,omitempty"`
-	ProviderId *string `json:"provider_id,omitempty"`
+	Api *string `json:"api,omitempty"`
+
+	// ContextWindow The model's context window in tokens. Runs fit the conversation they send into it,
+	// less the answer's reservation (`settings.max_output_tokens`, else 4096 tokens or a
+	// quarter of the window, whichever is less): older turns are summarized or dropped as the
+	// agent's `context.strategy` says. Null takes the provider type's default for well-known
+	// vendor model names, when it has one; without either a run sends the whole thread until
+	// the vendor refuses it as too long, and then compacts it. Must be more than
+	// `settings.max_output_tokens`. In an update, null clears it and leaving it out keeps it.
+	//
+	//
+	// Example: 128000
+	ContextWindow nullable.Nullable[ModelContextWindow] `json:"context_window,omitempty"`
+	Enabled       *bool                                 `json:"enabled,omitempty"`
+	Model         *string                               `json:"model,omitempty"`
+	ProviderId    *string                               `json:"provider_id,omitempty"`
 
 	// Settings Validated by the `settings_schema` of the model's API on its provider type; may be empty.
 	Settings *ModelSettings `json:"settings,omitempty"`
@@ -3903,6 +4054,32 @@ func (t *Event_Data) FromToolResultEventData(v ToolResultEventData) error {
 
 // MergeToolResultEventData performs a merge with any union data inside the Event_Data, using the provided ToolResultEventData
 func (t *Event_Data) MergeToolResultEventData(v ToolResultEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsContextCompactedEventData returns the union data inside the Event_Data as a ContextCompactedEventData
+func (t Event_Data) AsContextCompactedEventData() (ContextCompactedEventData, error) {
+	var body ContextCompactedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromContextCompactedEventData overwrites any union data inside the Event_Data as the provided ContextCompactedEventData
+func (t *Event_Data) FromContextCompactedEventData(v ContextCompactedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeContextCompactedEventData performs a merge with any union data inside the Event_Data, using the provided ContextCompactedEventData
+func (t *Event_Data) MergeContextCompactedEventData(v ContextCompactedEventData) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

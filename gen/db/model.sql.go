@@ -12,7 +12,7 @@ import (
 )
 
 const modelForRun = `-- name: ModelForRun :one
-SELECT m.workspace_id, m.key, m.provider_id, m.api, m.model, m.settings, m.enabled, m.version, m.created_by_id, m.updated_by_id, m.created_at, m.updated_at, p.type AS provider_type, p.config AS provider_config, p.credential AS provider_credential,
+SELECT m.workspace_id, m.key, m.provider_id, m.api, m.model, m.settings, m.enabled, m.version, m.created_by_id, m.updated_by_id, m.created_at, m.updated_at, m.context_window, p.type AS provider_type, p.config AS provider_config, p.credential AS provider_credential,
        p.extra_headers AS provider_extra_headers, p.enabled AS provider_enabled
 FROM model m JOIN provider p ON p.workspace_id = m.workspace_id AND p.id = m.provider_id
 WHERE m.workspace_id = $1 AND m.key = $2
@@ -49,6 +49,7 @@ func (q *Queries) ModelForRun(ctx context.Context, db DBTX, arg ModelForRunParam
 		&i.Model.UpdatedByID,
 		&i.Model.CreatedAt,
 		&i.Model.UpdatedAt,
+		&i.Model.ContextWindow,
 		&i.ProviderType,
 		&i.ProviderConfig,
 		&i.ProviderCredential,
@@ -96,7 +97,7 @@ func (q *Queries) ModelForRunStart(ctx context.Context, db DBTX, arg ModelForRun
 }
 
 const modelGet = `-- name: ModelGet :one
-SELECT workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at FROM model WHERE workspace_id = $1 AND key = $2
+SELECT workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at, context_window FROM model WHERE workspace_id = $1 AND key = $2
 `
 
 type ModelGetParams struct {
@@ -120,12 +121,13 @@ func (q *Queries) ModelGet(ctx context.Context, db DBTX, arg ModelGetParams) (Mo
 		&i.UpdatedByID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ContextWindow,
 	)
 	return i, err
 }
 
 const modelGetForUpdate = `-- name: ModelGetForUpdate :one
-SELECT workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at FROM model WHERE workspace_id = $1 AND key = $2
+SELECT workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at, context_window FROM model WHERE workspace_id = $1 AND key = $2
 FOR NO KEY UPDATE
 `
 
@@ -150,25 +152,27 @@ func (q *Queries) ModelGetForUpdate(ctx context.Context, db DBTX, arg ModelGetFo
 		&i.UpdatedByID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ContextWindow,
 	)
 	return i, err
 }
 
 const modelInsert = `-- name: ModelInsert :one
-INSERT INTO model (workspace_id, key, provider_id, api, model, settings, enabled, created_by_id, updated_by_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-RETURNING workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at
+INSERT INTO model (workspace_id, key, provider_id, api, model, settings, context_window, enabled, created_by_id, updated_by_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+RETURNING workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at, context_window
 `
 
 type ModelInsertParams struct {
-	WorkspaceID string          `json:"workspace_id"`
-	Key         string          `json:"key"`
-	ProviderID  string          `json:"provider_id"`
-	Api         string          `json:"api"`
-	Model       string          `json:"model"`
-	Settings    json.RawMessage `json:"settings"`
-	Enabled     bool            `json:"enabled"`
-	CreatedByID string          `json:"created_by_id"`
+	WorkspaceID   string          `json:"workspace_id"`
+	Key           string          `json:"key"`
+	ProviderID    string          `json:"provider_id"`
+	Api           string          `json:"api"`
+	Model         string          `json:"model"`
+	Settings      json.RawMessage `json:"settings"`
+	ContextWindow *int32          `json:"context_window"`
+	Enabled       bool            `json:"enabled"`
+	CreatedByID   string          `json:"created_by_id"`
 }
 
 func (q *Queries) ModelInsert(ctx context.Context, db DBTX, arg ModelInsertParams) (Model, error) {
@@ -179,6 +183,7 @@ func (q *Queries) ModelInsert(ctx context.Context, db DBTX, arg ModelInsertParam
 		arg.Api,
 		arg.Model,
 		arg.Settings,
+		arg.ContextWindow,
 		arg.Enabled,
 		arg.CreatedByID,
 	)
@@ -196,12 +201,13 @@ func (q *Queries) ModelInsert(ctx context.Context, db DBTX, arg ModelInsertParam
 		&i.UpdatedByID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ContextWindow,
 	)
 	return i, err
 }
 
 const modelList = `-- name: ModelList :many
-SELECT workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at FROM model
+SELECT workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at, context_window FROM model
 WHERE workspace_id = $1 AND (created_at, key) < ($2::timestamptz, $3::text)
 ORDER BY created_at DESC, key DESC
 LIMIT $4
@@ -242,6 +248,7 @@ func (q *Queries) ModelList(ctx context.Context, db DBTX, arg ModelListParams) (
 			&i.UpdatedByID,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.ContextWindow,
 		); err != nil {
 			return nil, err
 		}
@@ -255,21 +262,22 @@ func (q *Queries) ModelList(ctx context.Context, db DBTX, arg ModelListParams) (
 
 const modelUpdate = `-- name: ModelUpdate :one
 UPDATE model
-SET provider_id = $1, api = $2, model = $3, settings = $4, enabled = $5,
-    updated_by_id = $6, version = version + 1, updated_at = now()
-WHERE workspace_id = $7 AND key = $8
-RETURNING workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at
+SET provider_id = $1, api = $2, model = $3, settings = $4, context_window = $5, enabled = $6,
+    updated_by_id = $7, version = version + 1, updated_at = now()
+WHERE workspace_id = $8 AND key = $9
+RETURNING workspace_id, key, provider_id, api, model, settings, enabled, version, created_by_id, updated_by_id, created_at, updated_at, context_window
 `
 
 type ModelUpdateParams struct {
-	ProviderID  string          `json:"provider_id"`
-	Api         string          `json:"api"`
-	Model       string          `json:"model"`
-	Settings    json.RawMessage `json:"settings"`
-	Enabled     bool            `json:"enabled"`
-	UpdatedByID string          `json:"updated_by_id"`
-	WorkspaceID string          `json:"workspace_id"`
-	Key         string          `json:"key"`
+	ProviderID    string          `json:"provider_id"`
+	Api           string          `json:"api"`
+	Model         string          `json:"model"`
+	Settings      json.RawMessage `json:"settings"`
+	ContextWindow *int32          `json:"context_window"`
+	Enabled       bool            `json:"enabled"`
+	UpdatedByID   string          `json:"updated_by_id"`
+	WorkspaceID   string          `json:"workspace_id"`
+	Key           string          `json:"key"`
 }
 
 func (q *Queries) ModelUpdate(ctx context.Context, db DBTX, arg ModelUpdateParams) (Model, error) {
@@ -278,6 +286,7 @@ func (q *Queries) ModelUpdate(ctx context.Context, db DBTX, arg ModelUpdateParam
 		arg.Api,
 		arg.Model,
 		arg.Settings,
+		arg.ContextWindow,
 		arg.Enabled,
 		arg.UpdatedByID,
 		arg.WorkspaceID,
@@ -297,6 +306,7 @@ func (q *Queries) ModelUpdate(ctx context.Context, db DBTX, arg ModelUpdateParam
 		&i.UpdatedByID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ContextWindow,
 	)
 	return i, err
 }

@@ -239,18 +239,19 @@ type MemoryRecord struct {
 }
 
 type Model struct {
-	WorkspaceID string          `json:"workspace_id"`
-	Key         string          `json:"key"`
-	ProviderID  string          `json:"provider_id"`
-	Api         string          `json:"api"`
-	Model       string          `json:"model"`
-	Settings    json.RawMessage `json:"settings"`
-	Enabled     bool            `json:"enabled"`
-	Version     int32           `json:"version"`
-	CreatedByID string          `json:"created_by_id"`
-	UpdatedByID string          `json:"updated_by_id"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
+	WorkspaceID   string          `json:"workspace_id"`
+	Key           string          `json:"key"`
+	ProviderID    string          `json:"provider_id"`
+	Api           string          `json:"api"`
+	Model         string          `json:"model"`
+	Settings      json.RawMessage `json:"settings"`
+	Enabled       bool            `json:"enabled"`
+	Version       int32           `json:"version"`
+	CreatedByID   string          `json:"created_by_id"`
+	UpdatedByID   string          `json:"updated_by_id"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	ContextWindow *int32          `json:"context_window"`
 }
 
 type Organization struct {

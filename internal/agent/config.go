@@ -33,7 +33,23 @@ type Config struct {
 	Memories     []MemoryRef   `json:"memories"`
 	Subagents    []SubagentRef `json:"subagents"`
 	Limits       Limits        `json:"limits"`
+	// Context is how runs fit the thread into the model's context window.
+	Context Context `json:"context"`
 }
+
+// Context is how a run fits the thread into the model's context window
+// (docs/decisions/0051-context-fitting.md).
+type Context struct {
+	// Strategy is ContextSummarize or ContextTruncate; "" (a revision
+	// stored without it) is ContextSummarize.
+	Strategy string `json:"strategy"`
+}
+
+// The context strategies.
+const (
+	ContextSummarize = "summarize"
+	ContextTruncate  = "truncate"
+)
 
 // Tools are the toolsets an agent may call.
 type Tools struct {
@@ -122,6 +138,11 @@ type input struct {
 	Memories     []MemoryRef   `json:"memories"`
 	Subagents    []SubagentRef `json:"subagents"`
 	Limits       *limitsInput  `json:"limits"`
+	Context      *contextInput `json:"context"`
+}
+
+type contextInput struct {
+	Strategy *string `json:"strategy"`
 }
 
 type toolsInput struct {
@@ -185,6 +206,13 @@ func Normalize(raw json.RawMessage) (Config, error) {
 	out.Subagents = nonNil(out.Subagents)
 	checkRefs(out.Subagents, MaxSubagents, "subagents", "agent_id", func(r SubagentRef) string { return r.AgentID }, bad)
 	out.Limits = normalizeLimits(in.Limits, bad)
+	out.Context = Context{Strategy: ContextSummarize}
+	if in.Context != nil && in.Context.Strategy != nil {
+		out.Context.Strategy = *in.Context.Strategy
+		if out.Context.Strategy != ContextSummarize && out.Context.Strategy != ContextTruncate {
+			bad("context.strategy", fmt.Sprintf("must be %s or %s", ContextSummarize, ContextTruncate))
+		}
+	}
 	if len(errs) > 0 {
 		return Config{}, apperr.InvalidArgument("the agent configuration is invalid", errs...)
 	}

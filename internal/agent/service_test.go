@@ -100,6 +100,13 @@ func TestNormalizeIsCanonical(t *testing.T) {
 	cc, err := revision.Canonical(c)
 	require.NoError(t, err)
 	require.NotEqual(t, revision.ContentHash(ca), revision.ContentHash(cc))
+	require.Equal(t, agent.Context{Strategy: agent.ContextSummarize}, a.Context, "summarize by default")
+	d, err := agent.Normalize(json.RawMessage(`{"model":"m","context":{"strategy":"truncate"}}`))
+	require.NoError(t, err)
+	require.Equal(t, agent.ContextTruncate, d.Context.Strategy)
+	e, err := agent.Normalize(json.RawMessage(`{"model":"m","context":{}}`))
+	require.NoError(t, err)
+	require.Equal(t, agent.ContextSummarize, e.Context.Strategy)
 
 	for raw, field := range map[string]string{
 		`{"model":"m","limits":{"timeout_seconds":0}}`:                                         "config.limits.timeout_seconds",
@@ -108,6 +115,8 @@ func TestNormalizeIsCanonical(t *testing.T) {
 		`{"model":"m","tools":{"web":{"provider_id":"p","operations":[]}}}`:                    "config.tools.web.operations",
 		`{"model":"m","skills":[{"skill_id":"s"},{"skill_id":"s"}]}`:                           "config.skills[1].skill_id",
 		`{"model":"m"} {"model":"n"}`:                                                          "config",
+		`{"model":"m","context":{"strategy":"forget"}}`:                                        "config.context.strategy",
+		`{"model":"m","context":{"window":1000}}`:                                              "config",
 	} {
 		_, err := agent.Normalize(json.RawMessage(raw))
 		e, ok := apperr.As(err)

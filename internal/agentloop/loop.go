@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcdev/svc/internal/contextfit"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/tool"
 )
@@ -59,6 +60,10 @@ type Spec struct {
 	MaxToolArgumentBytes int
 	// ToolParallelism bounds the tool calls of one step run at once (0: 4).
 	ToolParallelism int
+	// Context fits the conversation into the model's context window
+	// before each model call (package contextfit); the zero value sends
+	// it whole until the vendor refuses it as too long.
+	Context contextfit.Policy
 }
 
 // State is what a checkpoint holds: everything needed to continue the run.
@@ -77,6 +82,11 @@ type State struct {
 	// step's checkpoint (its worker died before it could finish the run)
 	// ends as it did, without asking the model again.
 	Ended *Ending `json:"ended,omitempty"`
+	// Summary replaces the conversation's older messages when it is sent
+	// (contextfit.Summary); Calibration is the last model call's estimate
+	// and the input tokens the vendor counted for it.
+	Summary     *contextfit.Summary     `json:"summary,omitempty"`
+	Calibration *contextfit.Calibration `json:"calibration,omitempty"`
 }
 
 // Ending is how the last step ended the run.
@@ -117,6 +127,9 @@ type StepRecord struct {
 	Waiting bool
 	Resumed bool
 	Calls   []llm.ToolCall
+	// Compaction is set when the step's model call was preceded by a new
+	// summary of the older conversation (State.Summary holds it).
+	Compaction *contextfit.Compaction
 }
 
 // Host is what the loop reports to.
@@ -210,16 +223,7 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 			return Outcome{State: state}, ErrStopped
 		}
 		callCtx, cancel := spec.Limits.withDeadline(ctx)
-		resp, err := spec.Model.Stream(callCtx, llm.Request{
-			Model: spec.ModelName, System: spec.System, Messages: state.Messages, Tools: defs,
-			MaxOutputTokens: spec.MaxOutputTokens, Temperature: spec.Temperature,
-			MaxOutputBytes: spec.MaxOutputBytes, MaxToolArgumentBytes: spec.MaxToolArgumentBytes,
-		}, func(e llm.Event) error {
-			if e.Kind == llm.EventTextDelta && e.Text != "" {
-				host.Delta(e.Text)
-			}
-			return nil
-		})
+		resp, compaction, err := callModel(callCtx, &spec, &state, defs, host)
 		timedOut := errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		if err != nil {
@@ -245,7 +249,7 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 		assistant.Role = llm.RoleAssistant
 		state.Messages = append(state.Messages, assistant)
 		state.Step++
-		rec := StepRecord{Assistant: assistant, Final: len(assistant.ToolCalls) == 0}
+		rec := StepRecord{Assistant: assistant, Final: len(assistant.ToolCalls) == 0, Compaction: compaction}
 		var waiting []string
 		if !rec.Final {
 			results, err := runTools(ctx, spec, byName, assistant.ToolCalls, host)
@@ -289,6 +293,73 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 		}
 		if e := state.Ended; e != nil {
 			return Outcome{Final: e.Final, Failure: e.Failure, State: state}, nil
+		}
+	}
+}
+
+// callModel makes a step's model call: the conversation fitted into the
+// window first (contextfit.Fit, whose summarizing call counts in the
+// run's usage), and, when the vendor refuses it as longer than the window
+// all the same, fitted again with the vendor's numbers and sent once more.
+// It answers the compaction the step made, if any.
+func callModel(ctx context.Context, spec *Spec, state *State, defs []llm.Tool, host Host) (llm.Response, *contextfit.Compaction, error) {
+	summarize := func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		req.Model, req.Temperature = spec.ModelName, spec.Temperature
+		req.MaxOutputBytes, req.MaxToolArgumentBytes = spec.MaxOutputBytes, spec.MaxToolArgumentBytes
+		resp, err := spec.Model.Stream(ctx, req, func(llm.Event) error { return nil })
+		state.Usage.InputTokens += resp.Usage.InputTokens
+		state.Usage.OutputTokens += resp.Usage.OutputTokens
+		return resp, err
+	}
+	var compaction *contextfit.Compaction
+	for try := 0; ; try++ {
+		fit, err := contextfit.Fit(ctx, spec.Context, contextfit.Input{System: spec.System, Tools: defs, Messages: state.Messages,
+			Summary: state.Summary, Calibration: state.Calibration, Force: try > 0}, summarize)
+		if err != nil {
+			return llm.Response{}, compaction, err
+		}
+		if fit.Compaction != nil {
+			compaction, state.Summary = fit.Compaction, fit.Summary
+		}
+		resp, err := spec.Model.Stream(ctx, llm.Request{
+			Model: spec.ModelName, System: fit.System, Messages: fit.Messages, Tools: defs,
+			MaxOutputTokens: spec.MaxOutputTokens, Temperature: spec.Temperature,
+			MaxOutputBytes: spec.MaxOutputBytes, MaxToolArgumentBytes: spec.MaxToolArgumentBytes,
+		}, func(e llm.Event) error {
+			if e.Kind == llm.EventTextDelta && e.Text != "" {
+				host.Delta(e.Text)
+			}
+			return nil
+		})
+		var cl *llm.ContextLengthError
+		if err == nil || try > 0 || !errors.As(err, &cl) || ctx.Err() != nil {
+			if err == nil && fit.Estimate > 0 && resp.Usage.InputTokens > 0 {
+				state.Calibration = &contextfit.Calibration{Estimated: fit.Estimate, Reported: resp.Usage.InputTokens}
+			}
+			return resp, compaction, err
+		}
+		// The vendor's numbers, when it gave them, replace the estimate's.
+		estimate := fit.Estimate
+		if estimate == 0 {
+			estimate = contextfit.RequestOverhead + contextfit.TextTokens(fit.System) + contextfit.ToolsTokens(defs)
+			for i := range fit.Messages {
+				estimate += contextfit.MessageTokens(&fit.Messages[i])
+			}
+		}
+		if cl.Tokens > 0 {
+			state.Calibration = &contextfit.Calibration{Estimated: estimate, Reported: cl.Tokens}
+		}
+		if cl.Limit > 0 && (spec.Context.Window <= 0 || cl.Limit < spec.Context.Window) {
+			spec.Context.Window = cl.Limit
+		}
+		if spec.Context.Window <= 0 {
+			spec.Context.Window = int(float64(estimate) * state.Calibration.Factor() * 3 / 4)
+		}
+		if spec.Context.Reserve <= 0 {
+			spec.Context.Reserve = min(llm.DefaultMaxOutputTokens, spec.Context.Window/4)
+		}
+		if spec.Context.Strategy == "" {
+			spec.Context.Strategy = contextfit.Summarize
 		}
 	}
 }

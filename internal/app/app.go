@@ -150,7 +150,8 @@ func (a *App) buildWorker() {
 	exec := worker.NewExecutor(worker.ExecutorDeps{
 		Runs: s.Runs, Agents: s.Agents, Skills: s.Skills, Models: s.Models, Objects: a.Store, HTTPClient: s.Outbound, Log: a.log,
 		MaxOutputBytes: int(a.cfg.Limits.ModelOutputBytes), MaxToolArgumentBytes: int(a.cfg.Limits.ToolArgumentsBytes),
-		Prompts: []tool.PromptSection{memories.Prompt},
+		ToolResultShare: float64(a.cfg.Limits.ToolResultWindowPercent) / 100,
+		Prompts:         []tool.PromptSection{memories.Prompt},
 		Toolsets: []tool.Toolset{
 			web.New(web.Deps{Providers: s.Providers, HTTPClient: s.Outbound}).ForRun,
 			environmenttool.New(environmenttool.Deps{Runtime: s.EnvironmentRuntime, Skills: s.Skills, Assets: s.Assets}).ForRun,

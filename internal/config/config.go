@@ -250,6 +250,10 @@ type Limits struct {
 	// output_limit.
 	ModelOutputBytes   int64 `koanf:"model_output_bytes"`
 	ToolArgumentsBytes int64 `koanf:"tool_arguments_bytes"`
+	// ToolResultWindowPercent is the share of a model's context window, in
+	// percent, one tool result may take when sent to the model; a longer
+	// one is shortened with a marker (docs/decisions/0051-context-fitting.md).
+	ToolResultWindowPercent int `koanf:"tool_result_window_percent"`
 	// SubscriptionsPerWorkspace bounds the webhook subscriptions of one workspace.
 	SubscriptionsPerWorkspace int `koanf:"subscriptions_per_workspace"`
 	// UnauthenticatedBodyBytes bounds the body of a request without
@@ -376,6 +380,7 @@ func Default() Config {
 			APIRequestsPerKeyPerMinute:                      6000,
 			ModelOutputBytes:                                4 << 20,
 			ToolArgumentsBytes:                              1 << 20,
+			ToolResultWindowPercent:                         25,
 			SubscriptionsPerWorkspace:                       20,
 			UnauthenticatedBodyBytes:                        16 << 10,
 			UnauthenticatedBodies:                           64,

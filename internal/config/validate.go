@@ -110,6 +110,9 @@ func (c *Config) Validate() error {
 	v.nonNegative("limits.api_requests_per_key_per_minute", c.Limits.APIRequestsPerKeyPerMinute)
 	v.positive64("limits.model_output_bytes", c.Limits.ModelOutputBytes)
 	v.positive64("limits.tool_arguments_bytes", c.Limits.ToolArgumentsBytes)
+	if p := c.Limits.ToolResultWindowPercent; p < 1 || p > 100 {
+		v.fail("limits.tool_result_window_percent", "must be 1 to 100")
+	}
 	if c.Limits.ModelOutputBytes > maxModelOutputBytes {
 		v.fail("limits.model_output_bytes", "must be at most %d (32 MiB)", maxModelOutputBytes)
 	}

@@ -123,7 +123,8 @@ func TestAgentsCreateReadPublish(t *testing.T) {
 		"tools": map[string]any{"web": map[string]any{"provider_id": b.web["id"], "operations": []any{"fetch", "search"}},
 			"environment": nil, "connections": []any{}},
 		"skills": []any{}, "memories": []any{}, "subagents": []any{},
-		"limits": map[string]any{"max_steps": float64(100), "max_tokens": float64(1000000), "timeout_seconds": float64(3600)},
+		"limits":  map[string]any{"max_steps": float64(100), "max_tokens": float64(1000000), "timeout_seconds": float64(3600)},
+		"context": map[string]any{"strategy": "summarize"},
 	}, r1["config"])
 
 	// A changed configuration is revision 2, the new default.

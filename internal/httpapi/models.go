@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/url"
 
+	"github.com/oapi-codegen/nullable"
+
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/model"
@@ -30,7 +32,8 @@ func (h *ModelHandlers) CreateModel(ctx context.Context, req api.CreateModelRequ
 		return nil, errNoBody
 	}
 	m, err := h.svc.Create(ctx, auth.CallerFrom(ctx), model.CreateInput{
-		Key: b.Key, ProviderID: b.ProviderId, API: b.Api, Model: b.Model, Settings: mapOrNil(b.Settings), Enabled: b.Enabled,
+		Key: b.Key, ProviderID: b.ProviderId, API: b.Api, Model: b.Model, Settings: mapOrNil(b.Settings),
+		ContextWindow: valueOrNil(b.ContextWindow), Enabled: b.Enabled,
 	})
 	if err != nil {
 		return nil, err
@@ -58,6 +61,7 @@ func (h *ModelHandlers) UpdateModel(ctx context.Context, req api.UpdateModelRequ
 	m, err := h.svc.Update(ctx, auth.CallerFrom(ctx), model.UpdateInput{
 		Key: req.Key, IfMatch: req.Params.IfMatch, ProviderID: b.ProviderId, API: b.Api, Model: b.Model,
 		Settings: mapOrNil(b.Settings), Enabled: b.Enabled,
+		SetContextWindow: b.ContextWindow.IsSpecified(), ContextWindow: valueOrNil(b.ContextWindow),
 	})
 	if err != nil {
 		return nil, err
@@ -68,8 +72,18 @@ func (h *ModelHandlers) UpdateModel(ctx context.Context, req api.UpdateModelRequ
 
 func toAPIModel(m model.Model) api.Model {
 	return api.Model{
-		Key: m.Key, ProviderId: m.ProviderID, Api: m.API, Model: m.Model, Settings: m.Settings, Enabled: m.Enabled,
+		Key: m.Key, ProviderId: m.ProviderID, Api: m.API, Model: m.Model, Settings: m.Settings,
+		ContextWindow: nullableInt(m.ContextWindow), Enabled: m.Enabled,
 		Version: int(m.Version), CreatedById: m.CreatedByID, UpdatedById: m.UpdatedByID,
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
 	}
+}
+
+// nullableInt maps an optional integer to a member that is null when
+// absent.
+func nullableInt(v *int) nullable.Nullable[int] {
+	if v == nil {
+		return nullable.NewNullNullable[int]()
+	}
+	return nullable.NewNullableWithValue(*v)
 }

@@ -125,8 +125,8 @@ type Error struct {
 	RetryAfter time.Duration
 	// Attempts is the number of requests made.
 	Attempts int
-	// cause is a sentinel (ErrStreamCut, endpoint.ErrRefused); never a transport error,
-	// whose text can carry URLs.
+	// cause is a sentinel (ErrStreamCut, endpoint.ErrRefused) or a
+	// *ContextLengthError; never a transport error, whose text can carry URLs.
 	cause error
 }
 
@@ -217,7 +217,7 @@ func statusError(api string, resp *http.Response, secrets []string) *Error {
 	if typ == "" { // Bedrock: x-amzn-ErrorType: ThrottlingException:http://...
 		typ, _, _ = strings.Cut(resp.Header.Get("X-Amzn-Errortype"), ":")
 	}
-	return &Error{
+	e := &Error{
 		API:        api,
 		StatusCode: resp.StatusCode,
 		Type:       clean(typ, secrets...),
@@ -225,6 +225,10 @@ func statusError(api string, resp *http.Response, secrets []string) *Error {
 		Retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
 		RetryAfter: retryAfter(resp.Header.Get("Retry-After")),
 	}
+	if cl := contextLength(resp.StatusCode, typ, msg); cl != nil {
+		e.cause = cl
+	}
+	return e
 }
 
 // retryAfter reads Retry-After in seconds or as an HTTP date; 0 when absent.

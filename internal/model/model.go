@@ -35,12 +35,16 @@ type Model struct {
 	API         string
 	Model       string
 	Settings    map[string]any
-	Enabled     bool
-	Version     int32
-	CreatedByID string
-	UpdatedByID string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// ContextWindow is the model's context window in tokens, as set; nil
+	// takes the provider type's default for the model's name, if it has
+	// one (Service.Open).
+	ContextWindow *int
+	Enabled       bool
+	Version       int32
+	CreatedByID   string
+	UpdatedByID   string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // ETag is the model's entity tag, `"<key>:<version>"`.
@@ -57,6 +61,8 @@ type CreateInput struct {
 	Model      string
 	// Settings may be nil: the empty object.
 	Settings map[string]any
+	// ContextWindow may be nil: the provider type's default, if any.
+	ContextWindow *int
 	// Enabled defaults to true when nil.
 	Enabled *bool
 }
@@ -69,7 +75,65 @@ type UpdateInput struct {
 	API        *string
 	Model      *string
 	Settings   map[string]any // nil: keep
-	Enabled    *bool
+	// SetContextWindow changes the context window to ContextWindow (nil
+	// clears it); false keeps it.
+	SetContextWindow bool
+	ContextWindow    *int
+	Enabled          *bool
+}
+
+// The bounds of a context window, in tokens.
+const (
+	MinContextWindow = 1024
+	MaxContextWindow = 100_000_000
+)
+
+// validateContextWindow checks a context window against its bounds and
+// the answer the settings reserve (max_output_tokens), which must leave
+// room for the conversation.
+func validateContextWindow(cw *int, settings map[string]any) error {
+	if cw == nil {
+		return nil
+	}
+	if *cw < MinContextWindow || *cw > MaxContextWindow {
+		return apperr.InvalidField("context_window", fmt.Sprintf("must be %d to %d tokens", MinContextWindow, MaxContextWindow))
+	}
+	if out := maxOutputTokens(settings); out > 0 && out >= *cw {
+		return apperr.InvalidField("context_window", fmt.Sprintf("must be more than settings.max_output_tokens (%d)", out))
+	}
+	return nil
+}
+
+// maxOutputTokens is the settings' max_output_tokens; 0 when unset.
+func maxOutputTokens(settings map[string]any) int {
+	switch v := settings["max_output_tokens"].(type) {
+	case float64:
+		return int(v)
+	case int:
+		return v
+	case json.Number:
+		n, _ := v.Int64()
+		return int(n)
+	}
+	return 0
+}
+
+// int32Ptr and intPtr convert an optional integer between the view and
+// the row.
+func int32Ptr(v *int) *int32 {
+	if v == nil {
+		return nil
+	}
+	n := int32(*v)
+	return &n
+}
+
+func intPtr(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
 }
 
 // ValidateKey refuses a string that is not a model key.
@@ -105,7 +169,7 @@ func modelOf(r db.Model) (Model, error) {
 	}
 	return Model{
 		Key: r.Key, WorkspaceID: r.WorkspaceID, ProviderID: r.ProviderID, API: r.Api, Model: r.Model,
-		Settings: settings, Enabled: r.Enabled, Version: r.Version, CreatedByID: r.CreatedByID,
+		Settings: settings, ContextWindow: intPtr(r.ContextWindow), Enabled: r.Enabled, Version: r.Version, CreatedByID: r.CreatedByID,
 		UpdatedByID: r.UpdatedByID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}, nil
 }

@@ -110,30 +110,42 @@ func (u *Uncallable) Error() string {
 }
 func (u *Uncallable) Unwrap() error { return u.Err }
 
+// Opened is a model opened for an attempt of a run.
+type Opened struct {
+	// Model is the adapter; Name the vendor's model name.
+	Model llm.Model
+	Name  string
+	// ContextWindow is the model's context window in tokens: its own, else
+	// the provider type's default for its name (catalog.ContextWindow); 0
+	// when unknown.
+	ContextWindow int
+	// MaxOutputTokens is the settings' max_output_tokens; 0 when unset.
+	MaxOutputTokens int
+}
+
 // Open opens model key of the workspace for an attempt of a run, from the
 // model and its provider as they are now (one read): the provider's secrets
 // opened, the adapter of its type and API sending through client, and the
-// model's settings sent with every request. It answers the adapter and the
-// vendor's model name. A model the rule of usable refuses is *Unusable, one
-// its adapter refuses *Uncallable: both fail the run; any other error is the
-// attempt's.
-func (s *Service) Open(ctx context.Context, workspaceID, key string, client *http.Client) (llm.Model, string, error) {
+// model's settings sent with every request. A model the rule of usable
+// refuses is *Unusable, one its adapter refuses *Uncallable: both fail the
+// run; any other error is the attempt's.
+func (s *Service) Open(ctx context.Context, workspaceID, key string, client *http.Client) (Opened, error) {
 	row, err := s.q.ModelForRun(ctx, s.pool, db.ModelForRunParams{WorkspaceID: workspaceID, Key: key})
 	if err != nil && !dbx.IsNotFound(err) {
-		return nil, "", fmt.Errorf("read model %s: %w", key, err)
+		return Opened{}, fmt.Errorf("read model %s: %w", key, err)
 	}
 	if u := usable(key, err == nil, row.Model.Enabled, row.ProviderEnabled); u != nil {
-		return nil, "", u
+		return Opened{}, u
 	}
 	m := row.Model
 	sec, err := provider.OpenSealed(s.ring, m.ProviderID, row.ProviderCredential, row.ProviderExtraHeaders)
 	if err != nil {
-		return nil, "", err
+		return Opened{}, err
 	}
 	var cred json.RawMessage
 	if sec.Credential != nil {
 		if cred, err = json.Marshal(sec.Credential); err != nil {
-			return nil, "", err
+			return Opened{}, err
 		}
 	}
 	adapter, err := llm.ForProvider(llm.ProviderSpec{
@@ -141,9 +153,17 @@ func (s *Service) Open(ctx context.Context, workspaceID, key string, client *htt
 		HTTPClient: client, Registry: s.reg,
 	})
 	if err != nil {
-		return nil, "", &Uncallable{Key: key, Err: err}
+		return Opened{}, &Uncallable{Key: key, Err: err}
 	}
-	return settingsModel{Model: adapter, settings: m.Settings}, m.Model, nil
+	o := Opened{Model: settingsModel{Model: adapter, settings: m.Settings}, Name: m.Model,
+		ContextWindow: catalog.ContextWindow(m.Api, m.Model)}
+	if m.ContextWindow != nil {
+		o.ContextWindow = int(*m.ContextWindow)
+	}
+	if settings, err := decodeSettings(m.Settings); err == nil {
+		o.MaxOutputTokens = maxOutputTokens(settings)
+	}
+	return o, nil
 }
 
 // settingsModel sends a model's settings with every request.

@@ -53,6 +53,9 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (M
 	if err != nil {
 		return Model{}, err
 	}
+	if err := validateContextWindow(in.ContextWindow, in.Settings); err != nil {
+		return Model{}, err
+	}
 	enabled := in.Enabled == nil || *in.Enabled
 	return dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Model, error) {
 		t, err := s.provider(ctx, tx, c, in.ProviderID, true)
@@ -64,12 +67,15 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (M
 		}
 		row, err := s.q.ModelInsert(ctx, tx, db.ModelInsertParams{
 			WorkspaceID: c.WorkspaceID, Key: in.Key, ProviderID: in.ProviderID, Api: in.API, Model: in.Model,
-			Settings: settings, Enabled: enabled, CreatedByID: c.PrincipalID,
+			Settings: settings, ContextWindow: int32Ptr(in.ContextWindow), Enabled: enabled, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
 			return Model{}, dbx.Translate(err, fmt.Sprintf("model %q", in.Key))
 		}
 		fields := []string{"api", "enabled", "key", "model", "provider_id", "settings"}
+		if in.ContextWindow != nil {
+			fields = []string{"api", "context_window", "enabled", "key", "model", "provider_id", "settings"}
+		}
 		if err := s.record(ctx, tx, c, "model.created", row, fields); err != nil {
 			return Model{}, err
 		}
@@ -150,7 +156,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (M
 		}
 		p := db.ModelUpdateParams{
 			WorkspaceID: row.WorkspaceID, Key: row.Key, ProviderID: row.ProviderID, Api: row.Api, Model: row.Model,
-			Settings: row.Settings, Enabled: row.Enabled, UpdatedByID: c.PrincipalID,
+			Settings: row.Settings, ContextWindow: row.ContextWindow, Enabled: row.Enabled, UpdatedByID: c.PrincipalID,
 		}
 		var fields []string
 		if in.ProviderID != nil && *in.ProviderID != row.ProviderID {
@@ -164,6 +170,9 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (M
 		}
 		if newSettings != nil && !sameJSON(row.Settings, newSettings) {
 			p.Settings, fields = newSettings, append(fields, "settings")
+		}
+		if in.SetContextWindow && !sameInt(intPtr(row.ContextWindow), in.ContextWindow) {
+			p.ContextWindow, fields = int32Ptr(in.ContextWindow), append(fields, "context_window")
 		}
 		if in.Enabled != nil && *in.Enabled != row.Enabled {
 			p.Enabled, fields = *in.Enabled, append(fields, "enabled")
@@ -191,16 +200,24 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (M
 // workspace. The api and the settings are validated whenever the provider, the
 // api or the settings change, always as the whole resulting model.
 func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, c *auth.Caller, row db.Model, p db.ModelUpdateParams, fields []string) error {
+	if !slices.ContainsFunc(fields, func(f string) bool {
+		return f == "provider_id" || f == "api" || f == "settings" || f == "context_window"
+	}) {
+		return nil
+	}
+	settings, err := decodeSettings(p.Settings)
+	if err != nil {
+		return fmt.Errorf("model %s: settings: %w", row.Key, err)
+	}
+	if err := validateContextWindow(intPtr(p.ContextWindow), settings); err != nil {
+		return err
+	}
 	if !slices.ContainsFunc(fields, func(f string) bool { return f == "provider_id" || f == "api" || f == "settings" }) {
 		return nil
 	}
 	t, err := s.provider(ctx, tx, c, p.ProviderID, p.ProviderID != row.ProviderID)
 	if err != nil {
 		return err
-	}
-	settings, err := decodeSettings(p.Settings)
-	if err != nil {
-		return fmt.Errorf("model %s: settings: %w", row.Key, err)
 	}
 	return validateAPI(t, p.Api, settings)
 }
@@ -226,6 +243,11 @@ func validateAPI(t catalog.Type, api string, settings map[string]any) error {
 		settings = map[string]any{}
 	}
 	return a.ValidateSettings(settings)
+}
+
+// sameInt reports whether two optional integers are equal.
+func sameInt(a, b *int) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 // sameJSON reports whether two stored JSON objects are equal as values.

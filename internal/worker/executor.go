@@ -11,6 +11,7 @@ import (
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/agentloop"
 	"github.com/svcdev/svc/internal/checkpoint"
+	"github.com/svcdev/svc/internal/contextfit"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/model"
 	"github.com/svcdev/svc/internal/objectstore"
@@ -47,6 +48,10 @@ type ExecutorDeps struct {
 	// limits.tool_arguments_bytes; 0: the llm package's defaults).
 	MaxOutputBytes       int
 	MaxToolArgumentBytes int
+	// ToolResultShare is the share of a model's context window one tool
+	// result may take when sent (limits.tool_result_window_percent; 0:
+	// contextfit.DefaultToolResultShare).
+	ToolResultShare float64
 }
 
 // Executor runs one attempt of a run: it loads the run's configuration and
@@ -103,7 +108,7 @@ func (e *Executor) prepare(ctx context.Context, c run.Claimed) (agentloop.Spec, 
 // spec is prepare's work once the run context exists.
 func (e *Executor) spec(ctx context.Context, c run.Claimed, rc tool.RunContext) (agentloop.Spec, agentloop.State, error) {
 	r, cfg := c.Run, rc.Config
-	m, name, err := e.model(ctx, r.WorkspaceID, r.ModelKey)
+	m, err := e.model(ctx, r.WorkspaceID, r.ModelKey)
 	if err != nil {
 		return agentloop.Spec{}, agentloop.State{}, err
 	}
@@ -119,7 +124,7 @@ func (e *Executor) spec(ctx context.Context, c run.Claimed, rc tool.RunContext) 
 		}
 		tools = append(tools, more...)
 	}
-	state, err := e.state(ctx, c)
+	state, err := e.state(ctx, c, cfg)
 	if err != nil {
 		return agentloop.Spec{}, agentloop.State{}, err
 	}
@@ -143,27 +148,44 @@ func (e *Executor) spec(ctx context.Context, c run.Claimed, rc tool.RunContext) 
 	// left of it.
 	deadline := e.now().Add(time.Duration(cfg.Limits.TimeoutSeconds)*time.Second - c.Elapsed)
 	spec := agentloop.Spec{
-		Model: m, ModelName: name, System: system, Tools: tools,
+		Model: m.Model, ModelName: m.Name, System: system, Tools: tools,
 		Limits: agentloop.Limits{
 			MaxSteps: cfg.Limits.MaxSteps, MaxTokens: int64(cfg.Limits.MaxTokens),
 			Deadline: deadline, Now: e.now,
 		},
 		MaxOutputBytes: e.d.MaxOutputBytes, MaxToolArgumentBytes: e.d.MaxToolArgumentBytes,
+		Context: contextPolicy(m, cfg, e.d.ToolResultShare),
 	}
 	return spec, state, nil
 }
 
+// contextPolicy is how the run fits its conversation into the model's
+// context window: the answer's reservation is the model's
+// max_output_tokens, else llm.DefaultMaxOutputTokens or a quarter of the
+// window, whichever is less.
+func contextPolicy(m model.Opened, cfg agent.Config, share float64) contextfit.Policy {
+	reserve := m.MaxOutputTokens
+	if reserve <= 0 {
+		reserve = min(llm.DefaultMaxOutputTokens, m.ContextWindow/4)
+	}
+	strategy := contextfit.Summarize
+	if cfg.Context.Strategy == agent.ContextTruncate {
+		strategy = contextfit.Truncate
+	}
+	return contextfit.Policy{Window: m.ContextWindow, Reserve: reserve, Strategy: strategy, ToolResultShare: share}
+}
+
 // model opens the run's model (model.Service.Open): a model that is not
 // usable, or that its adapter refuses, fails the run.
-func (e *Executor) model(ctx context.Context, workspaceID, key string) (llm.Model, string, error) {
-	m, name, err := e.d.Models.Open(ctx, workspaceID, key, e.d.HTTPClient)
+func (e *Executor) model(ctx context.Context, workspaceID, key string) (model.Opened, error) {
+	m, err := e.d.Models.Open(ctx, workspaceID, key, e.d.HTTPClient)
 	if u, ok := errors.AsType[*model.Unusable](err); ok {
-		return nil, "", &run.Failure{Code: run.ErrCodeDisabled, Message: u.Error()}
+		return model.Opened{}, &run.Failure{Code: run.ErrCodeDisabled, Message: u.Error()}
 	}
 	if u, ok := errors.AsType[*model.Uncallable](err); ok {
-		return nil, "", &run.Failure{Code: run.ErrCodeModel, Message: u.Error()}
+		return model.Opened{}, &run.Failure{Code: run.ErrCodeModel, Message: u.Error()}
 	}
-	return m, name, err
+	return m, err
 }
 
 // system is the system prompt: the agent's instructions, then the skills'
@@ -195,8 +217,10 @@ func lastUserText(msgs []llm.Message) string {
 }
 
 // state is where the attempt starts: the last checkpoint, or, for a run
-// with none, the thread's conversation up to the run's input.
-func (e *Executor) state(ctx context.Context, c run.Claimed) (agentloop.State, error) {
+// with none, the thread's conversation up to the run's input, with the
+// thread's latest summary of its older messages (its newest
+// context.compacted event) when the agent summarizes.
+func (e *Executor) state(ctx context.Context, c run.Claimed, cfg agent.Config) (agentloop.State, error) {
 	if c.CheckpointKey != nil {
 		return checkpoint.Load[agentloop.State](ctx, e.d.Objects, *c.CheckpointKey, c.Lease.RunID)
 	}
@@ -214,6 +238,20 @@ func (e *Executor) state(ctx context.Context, c run.Claimed) (agentloop.State, e
 			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		}
 		st.Messages = append(st.Messages, msg)
+	}
+	if cfg.Context.Strategy == agent.ContextTruncate {
+		return st, nil
+	}
+	d, ok, err := e.d.Runs.LatestCompaction(ctx, c.Lease.ThreadID)
+	if err != nil || !ok {
+		return st, err
+	}
+	keep := -1
+	if d.KeptPosition != nil {
+		keep = *d.KeptPosition - 1
+	}
+	if d.ThroughPosition <= len(st.Messages) {
+		st.Summary = &contextfit.Summary{Text: d.Summary, Through: d.ThroughPosition, Keep: keep}
 	}
 	return st, nil
 }

@@ -196,7 +196,15 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 	h.flushMu.Lock()
 	defer h.flushMu.Unlock()
 	var msgs []run.Message
-	evs := append(callEvs, h.takePending()...)
+	var evs []run.NewEvent
+	if c := rec.Compaction; c != nil {
+		evs = append(evs, run.NewEvent{Type: run.EventContextCompacted, Data: run.ContextCompactedData{
+			Strategy: string(c.Strategy), Summary: c.Summary, FromPosition: c.FromPosition, ThroughPosition: c.ThroughPosition,
+			KeptPosition: c.KeptPosition, ReplacedMessages: c.Replaced, SummarizedMessages: c.Summarized,
+			TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter, SummaryTokens: c.SummaryTokens}})
+	}
+	evs = append(evs, callEvs...)
+	evs = append(evs, h.takePending()...)
 	if !rec.Resumed {
 		calls := make([]run.ToolCall, len(rec.Assistant.ToolCalls))
 		for i, c := range rec.Assistant.ToolCalls {

@@ -76,7 +76,7 @@ func lookupTool(calls *atomic.Int32) tool.Toolset {
 	}
 }
 
-func setup(t testing.TB, script []llmtest.Turn, maxAttempts int) *bundle {
+func setup(t testing.TB, script []llmtest.Turn, maxAttempts int, opts ...llmtest.Option) *bundle {
 	t.Helper()
 	ctx := t.Context()
 	pool := testdb.New(t)
@@ -85,7 +85,7 @@ func setup(t testing.TB, script []llmtest.Turn, maxAttempts int) *bundle {
 	require.NoError(t, keyring.Generate(path))
 	ring, err := keyring.Load(path)
 	require.NoError(t, err)
-	srv := llmtest.NewChatServer(script)
+	srv := llmtest.NewChatServer(script, opts...)
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL)
 	require.NoError(t, err)

@@ -1,6 +1,6 @@
 -- name: ModelInsert :one
-INSERT INTO model (workspace_id, key, provider_id, api, model, settings, enabled, created_by_id, updated_by_id)
-VALUES (@workspace_id, @key, @provider_id, @api, @model, @settings, @enabled, @created_by_id, @created_by_id)
+INSERT INTO model (workspace_id, key, provider_id, api, model, settings, context_window, enabled, created_by_id, updated_by_id)
+VALUES (@workspace_id, @key, @provider_id, @api, @model, @settings, sqlc.narg('context_window'), @enabled, @created_by_id, @created_by_id)
 RETURNING *;
 
 -- name: ModelGet :one
@@ -19,7 +19,7 @@ LIMIT @page_limit;
 
 -- name: ModelUpdate :one
 UPDATE model
-SET provider_id = @provider_id, api = @api, model = @model, settings = @settings, enabled = @enabled,
+SET provider_id = @provider_id, api = @api, model = @model, settings = @settings, context_window = sqlc.narg('context_window'), enabled = @enabled,
     updated_by_id = @updated_by_id, version = version + 1, updated_at = now()
 WHERE workspace_id = @workspace_id AND key = @key
 RETURNING *;

@@ -7,11 +7,18 @@
 // assistant messages in it. So a request repeated after a crash (the same
 // conversation) gets the same turn again, as a real model would answer the
 // same question again.
+//
+// A server made with Window refuses a request longer than its context
+// window as OpenAI does (HTTP 400, code context_length_exceeded), counting
+// a request's tokens as its body's bytes over four, and reports that count
+// as the usage's prompt tokens.
 package llmtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -50,6 +57,23 @@ type Request struct {
 	Model    string           `json:"model"`
 	Messages []map[string]any `json:"messages"`
 	Tools    []map[string]any `json:"tools"`
+	// Tokens is the request's length as the server counts it (its body's
+	// bytes over four).
+	Tokens int `json:"-"`
+	// Refused is set when the server refused the request as longer than
+	// its window.
+	Refused bool `json:"-"`
+}
+
+// System is the request's system message ("" when it has none).
+func (r Request) System() string {
+	for _, m := range r.Messages {
+		if m["role"] == "system" {
+			s, _ := m["content"].(string)
+			return s
+		}
+	}
+	return ""
 }
 
 // ChatServer is a scripted chat completions endpoint at URL (the base URL:
@@ -57,21 +81,42 @@ type Request struct {
 type ChatServer struct {
 	*httptest.Server
 	script []Turn
+	window int
+	cycle  bool
 
 	mu       sync.Mutex
 	requests []Request
 	flooded  atomic.Int64
 }
 
+// Option changes how a server answers.
+type Option func(*ChatServer)
+
+// Window makes the server refuse, as OpenAI does, a request longer than
+// tokens (its body's bytes over four), and report a request's length as
+// its prompt tokens.
+func Window(tokens int) Option { return func(s *ChatServer) { s.window = tokens } }
+
+// Cycle makes the server answer a conversation with n assistant messages
+// with turn n modulo the script's length, so a script never runs out: for
+// long threads, whose conversation a client may shorten.
+func Cycle() Option { return func(s *ChatServer) { s.cycle = true } }
+
 // FloodSent is the bytes of flood chunks written so far (see Turn.Flood).
 func (s *ChatServer) FloodSent() int64 { return s.flooded.Load() }
 
 // NewChatServer starts a server playing script; Close it when done.
-func NewChatServer(script []Turn) *ChatServer {
+func NewChatServer(script []Turn, opts ...Option) *ChatServer {
 	s := &ChatServer{script: script}
+	for _, o := range opts {
+		o(s)
+	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
+
+// tokens counts a request body as the server does.
+func tokens(body []byte) int { return (len(body) + 3) / 4 }
 
 // Requests returns the requests received so far.
 func (s *ChatServer) Requests() []Request {
@@ -85,19 +130,37 @@ func (s *ChatServer) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
 		return
 	}
+	body, err := io.ReadAll(r.Body)
 	var req Request
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err == nil {
+		err = json.NewDecoder(bytes.NewReader(body)).Decode(&req)
+	}
+	if err != nil {
 		http.Error(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`, http.StatusBadRequest)
 		return
 	}
+	req.Tokens = tokens(body)
+	req.Refused = s.window > 0 && req.Tokens > s.window
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
+	if req.Refused {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{
+			"message": fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", s.window, req.Tokens),
+			"type":    "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+		_, _ = w.Write(b)
+		return
+	}
 	n := 0
 	for _, m := range req.Messages {
 		if m["role"] == "assistant" {
 			n++
 		}
+	}
+	if s.cycle && len(s.script) > 0 {
+		n %= len(s.script)
 	}
 	if n >= len(s.script) {
 		http.Error(w, `{"error":{"message":"the script has no more turns","type":"invalid_request_error"}}`, http.StatusBadRequest)
@@ -152,8 +215,12 @@ func (s *ChatServer) serve(w http.ResponseWriter, r *http.Request) {
 		finish = "tool_calls"
 	}
 	send(chunk(map[string]any{}, finish))
+	prompt := 10
+	if s.window > 0 {
+		prompt = req.Tokens
+	}
 	send(map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": []any{},
-		"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5}})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()
 }
