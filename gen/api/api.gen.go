@@ -1866,6 +1866,30 @@ type MemoryPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// MemoryRecord A record of a builtin memory, as a run's `memory_write` stored it. Records never change.
+type MemoryRecord struct {
+	Content   string    `json:"content"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id Example: mrec_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// MemoryId Example: mem_01jd5v6w1q3yb8j8y3tn9z2k7h
+	MemoryId string `json:"memory_id"`
+
+	// Metadata What the writer attached (`{}` when nothing); a run's records carry its id in `run_id`.
+	Metadata map[string]interface{} `json:"metadata"`
+
+	// Score A search's rank of the record, higher is better; null outside searches.
+	Score nullable.Nullable[float32] `json:"score"`
+}
+
+// MemoryRecordPage defines model for MemoryRecordPage.
+type MemoryRecordPage struct {
+	Items      []MemoryRecord            `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
 // Message defines model for Message.
 type Message struct {
 	Content   string    `json:"content"`
@@ -3364,6 +3388,18 @@ type UpdateMemoryParams struct {
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
+// ListMemoryRecordsParams defines parameters for ListMemoryRecords.
+type ListMemoryRecordsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Q What to search for; at most 1000 characters, no control characters.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+}
+
 // ListMemoryProvidersParams defines parameters for ListMemoryProviders.
 type ListMemoryProvidersParams struct {
 	// Limit Page size.
@@ -4296,6 +4332,12 @@ type ServerInterface interface {
 	// UpdateMemory Rename or re-describe a memory
 	// (PATCH /api/v1/memories/{memory_id})
 	UpdateMemory(ctx echo.Context, memoryId string, params UpdateMemoryParams) error
+	// ListMemoryRecords Browse or search the records of a builtin memory
+	// (GET /api/v1/memories/{memory_id}/records)
+	ListMemoryRecords(ctx echo.Context, memoryId string, params ListMemoryRecordsParams) error
+	// GetMemoryRecord Read a record of a builtin memory
+	// (GET /api/v1/memories/{memory_id}/records/{record_id})
+	GetMemoryRecord(ctx echo.Context, memoryId string, recordId string) error
 	// ListMemoryProviders List the memory providers of the key's workspace
 	// (GET /api/v1/memory-providers)
 	ListMemoryProviders(ctx echo.Context, params ListMemoryProvidersParams) error
@@ -6106,6 +6148,69 @@ func (w *ServerInterfaceWrapper) UpdateMemory(ctx echo.Context) error {
 	return err
 }
 
+// ListMemoryRecords converts echo context to params.
+func (w *ServerInterfaceWrapper) ListMemoryRecords(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "memory_id" -------------
+	var memoryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memory_id", ctx.Param("memory_id"), &memoryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter memory_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMemoryRecordsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListMemoryRecords(ctx, memoryId, params)
+	return err
+}
+
+// GetMemoryRecord converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMemoryRecord(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "memory_id" -------------
+	var memoryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memory_id", ctx.Param("memory_id"), &memoryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter memory_id: %s", err))
+	}
+
+	// ------------- Path parameter "record_id" -------------
+	var recordId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "record_id", ctx.Param("record_id"), &recordId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter record_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMemoryRecord(ctx, memoryId, recordId)
+	return err
+}
+
 // ListMemoryProviders converts echo context to params.
 func (w *ServerInterfaceWrapper) ListMemoryProviders(ctx echo.Context) error {
 	var err error
@@ -7866,6 +7971,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/api/v1/memories/:memory_id", wrapper.DeleteMemory, options.OperationMiddlewares["deleteMemory"]...)
 	router.GET(options.BaseURL+"/api/v1/memories/:memory_id", wrapper.GetMemory, options.OperationMiddlewares["getMemory"]...)
 	router.PATCH(options.BaseURL+"/api/v1/memories/:memory_id", wrapper.UpdateMemory, options.OperationMiddlewares["updateMemory"]...)
+	router.GET(options.BaseURL+"/api/v1/memories/:memory_id/records", wrapper.ListMemoryRecords, options.OperationMiddlewares["listMemoryRecords"]...)
+	router.GET(options.BaseURL+"/api/v1/memories/:memory_id/records/:record_id", wrapper.GetMemoryRecord, options.OperationMiddlewares["getMemoryRecord"]...)
 	router.GET(options.BaseURL+"/api/v1/subscriptions", wrapper.ListSubscriptions, options.OperationMiddlewares["listSubscriptions"]...)
 	router.POST(options.BaseURL+"/api/v1/subscriptions", wrapper.CreateSubscription, options.OperationMiddlewares["createSubscription"]...)
 	router.DELETE(options.BaseURL+"/api/v1/subscriptions/:subscription_id", wrapper.DeleteSubscription, options.OperationMiddlewares["deleteSubscription"]...)
@@ -17366,6 +17473,310 @@ func (response UpdateMemory500JSONResponse) VisitUpdateMemoryResponse(w http.Res
 type UpdateMemory503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response UpdateMemory503JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecordsRequestObject struct {
+	MemoryId string `json:"memory_id"`
+	Params   ListMemoryRecordsParams
+}
+
+type ListMemoryRecordsResponseObject interface {
+	VisitListMemoryRecordsResponse(w http.ResponseWriter) error
+}
+
+type ListMemoryRecords200JSONResponse MemoryRecordPage
+
+func (response ListMemoryRecords200JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecords400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListMemoryRecords400JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecords401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListMemoryRecords401JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecords403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListMemoryRecords403JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecords404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListMemoryRecords404JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecords406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListMemoryRecords406JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecords409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListMemoryRecords409JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecords429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListMemoryRecords429JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecords500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListMemoryRecords500JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryRecords503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListMemoryRecords503JSONResponse) VisitListMemoryRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecordRequestObject struct {
+	MemoryId string `json:"memory_id"`
+	RecordId string `json:"record_id"`
+}
+
+type GetMemoryRecordResponseObject interface {
+	VisitGetMemoryRecordResponse(w http.ResponseWriter) error
+}
+
+type GetMemoryRecord200JSONResponse MemoryRecord
+
+func (response GetMemoryRecord200JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecord400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetMemoryRecord400JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecord401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetMemoryRecord401JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecord403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response GetMemoryRecord403JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecord404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetMemoryRecord404JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecord406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response GetMemoryRecord406JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecord409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetMemoryRecord409JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecord429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetMemoryRecord429JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecord500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetMemoryRecord500JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRecord503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetMemoryRecord503JSONResponse) VisitGetMemoryRecordResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -27018,6 +27429,12 @@ type StrictServerInterface interface {
 	// UpdateMemory Rename or re-describe a memory
 	// (PATCH /api/v1/memories/{memory_id})
 	UpdateMemory(ctx context.Context, request UpdateMemoryRequestObject) (UpdateMemoryResponseObject, error)
+	// ListMemoryRecords Browse or search the records of a builtin memory
+	// (GET /api/v1/memories/{memory_id}/records)
+	ListMemoryRecords(ctx context.Context, request ListMemoryRecordsRequestObject) (ListMemoryRecordsResponseObject, error)
+	// GetMemoryRecord Read a record of a builtin memory
+	// (GET /api/v1/memories/{memory_id}/records/{record_id})
+	GetMemoryRecord(ctx context.Context, request GetMemoryRecordRequestObject) (GetMemoryRecordResponseObject, error)
 	// ListMemoryProviders List the memory providers of the key's workspace
 	// (GET /api/v1/memory-providers)
 	ListMemoryProviders(ctx context.Context, request ListMemoryProvidersRequestObject) (ListMemoryProvidersResponseObject, error)
@@ -28989,6 +29406,58 @@ func (sh *strictHandler) UpdateMemory(ctx echo.Context, memoryId string, params 
 		return err
 	} else if validResponse, ok := response.(UpdateMemoryResponseObject); ok {
 		return validResponse.VisitUpdateMemoryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListMemoryRecords operation middleware
+func (sh *strictHandler) ListMemoryRecords(ctx echo.Context, memoryId string, params ListMemoryRecordsParams) error {
+	var request ListMemoryRecordsRequestObject
+
+	request.MemoryId = memoryId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMemoryRecords(ctx.Request().Context(), request.(ListMemoryRecordsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMemoryRecords")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListMemoryRecordsResponseObject); ok {
+		return validResponse.VisitListMemoryRecordsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetMemoryRecord operation middleware
+func (sh *strictHandler) GetMemoryRecord(ctx echo.Context, memoryId string, recordId string) error {
+	var request GetMemoryRecordRequestObject
+
+	request.MemoryId = memoryId
+	request.RecordId = recordId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMemoryRecord(ctx.Request().Context(), request.(GetMemoryRecordRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMemoryRecord")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMemoryRecordResponseObject); ok {
+		return validResponse.VisitGetMemoryRecordResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -1867,6 +1867,30 @@ type MemoryPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// MemoryRecord A record of a builtin memory, as a run's `memory_write` stored it. Records never change.
+type MemoryRecord struct {
+	Content   string    `json:"content"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id Example: mrec_01jd5v6w1q3yb8j8y3tn9z2k7h
+	Id string `json:"id"`
+
+	// MemoryId Example: mem_01jd5v6w1q3yb8j8y3tn9z2k7h
+	MemoryId string `json:"memory_id"`
+
+	// Metadata What the writer attached (`{}` when nothing); a run's records carry its id in `run_id`.
+	Metadata map[string]interface{} `json:"metadata"`
+
+	// Score A search's rank of the record, higher is better; null outside searches.
+	Score nullable.Nullable[float32] `json:"score"`
+}
+
+// MemoryRecordPage defines model for MemoryRecordPage.
+type MemoryRecordPage struct {
+	Items      []MemoryRecord            `json:"items"`
+	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
 // Message defines model for Message.
 type Message struct {
 	Content   string    `json:"content"`
@@ -3363,6 +3387,18 @@ type DeleteMemoryParams struct {
 type UpdateMemoryParams struct {
 	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListMemoryRecordsParams defines parameters for ListMemoryRecords.
+type ListMemoryRecordsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Q What to search for; at most 1000 characters, no control characters.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
 }
 
 // ListMemoryProvidersParams defines parameters for ListMemoryProviders.
@@ -4954,6 +4990,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
 	UpdateMemory(ctx context.Context, memoryId string, params *UpdateMemoryParams, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListMemoryRecords Browse or search the records of a builtin memory
+	//
+	// Without `q` (or with a blank one), a page of the memory's records, newest first.
+	// With `q`, the records matching it, best first, as a run's `memory_search` finds them:
+	// full-text matches of its words (PostgreSQL's `simple` configuration) ranked by
+	// `score`; a `q` with no words (only punctuation or symbols) matches records holding
+	// it as a case-insensitive substring, newest first, each with score 0. Both paginate
+	// with `next_cursor`; a cursor answers only the listing or the search (same `q`) that
+	// made it.
+	//
+	// Only builtin memories keep their records in svc. A record memory's records are kept
+	// by its memory provider, which svc does not browse: 409 `conflict`.
+	//
+	// Corresponds with GET /api/v1/memories/{memory_id}/records (the `ListMemoryRecords` operationId).
+	ListMemoryRecords(ctx context.Context, memoryId string, params *ListMemoryRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetMemoryRecord Read a record of a builtin memory
+	//
+	// A record memory's records are kept by its memory provider, which svc does not
+	// browse: 409 `conflict`.
+	//
+	// Corresponds with GET /api/v1/memories/{memory_id}/records/{record_id} (the `GetMemoryRecord` operationId).
+	GetMemoryRecord(ctx context.Context, memoryId string, recordId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListMemoryProviders List the memory providers of the key's workspace
 	//
@@ -7188,6 +7248,50 @@ func (c *Client) UpdateMemoryWithBody(ctx context.Context, memoryId string, para
 // Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
 func (c *Client) UpdateMemory(ctx context.Context, memoryId string, params *UpdateMemoryParams, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateMemoryRequest(c.Server, memoryId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListMemoryRecords Browse or search the records of a builtin memory
+//
+// Without `q` (or with a blank one), a page of the memory's records, newest first.
+// With `q`, the records matching it, best first, as a run's `memory_search` finds them:
+// full-text matches of its words (PostgreSQL's `simple` configuration) ranked by
+// `score`; a `q` with no words (only punctuation or symbols) matches records holding
+// it as a case-insensitive substring, newest first, each with score 0. Both paginate
+// with `next_cursor`; a cursor answers only the listing or the search (same `q`) that
+// made it.
+//
+// Only builtin memories keep their records in svc. A record memory's records are kept
+// by its memory provider, which svc does not browse: 409 `conflict`.
+//
+// Corresponds with GET /api/v1/memories/{memory_id}/records (the `ListMemoryRecords` operationId).
+func (c *Client) ListMemoryRecords(ctx context.Context, memoryId string, params *ListMemoryRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMemoryRecordsRequest(c.Server, memoryId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMemoryRecord Read a record of a builtin memory
+//
+// A record memory's records are kept by its memory provider, which svc does not
+// browse: 409 `conflict`.
+//
+// Corresponds with GET /api/v1/memories/{memory_id}/records/{record_id} (the `GetMemoryRecord` operationId).
+func (c *Client) GetMemoryRecord(ctx context.Context, memoryId string, recordId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMemoryRecordRequest(c.Server, memoryId, recordId)
 	if err != nil {
 		return nil, err
 	}
@@ -11807,6 +11911,132 @@ func NewUpdateMemoryRequestWithBody(server string, memoryId string, params *Upda
 	return req, nil
 }
 
+// NewListMemoryRecordsRequest constructs an http.Request for the ListMemoryRecords method
+func NewListMemoryRecordsRequest(server string, memoryId string, params *ListMemoryRecordsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "memory_id", memoryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/memories/%s/records", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetMemoryRecordRequest constructs an http.Request for the GetMemoryRecord method
+func NewGetMemoryRecordRequest(server string, memoryId string, recordId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "memory_id", memoryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "record_id", recordId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/memories/%s/records/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListMemoryProvidersRequest constructs an http.Request for the ListMemoryProviders method
 func NewListMemoryProvidersRequest(server string, params *ListMemoryProvidersParams) (*http.Request, error) {
 	var err error
@@ -15918,6 +16148,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/memories/{memory_id} (the `UpdateMemory` operationId).
 	UpdateMemoryWithResponse(ctx context.Context, memoryId string, params *UpdateMemoryParams, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMemoryResponse, error)
+
+	// ListMemoryRecordsWithResponse Browse or search the records of a builtin memory
+	//
+	// Without `q` (or with a blank one), a page of the memory's records, newest first.
+	// With `q`, the records matching it, best first, as a run's `memory_search` finds them:
+	// full-text matches of its words (PostgreSQL's `simple` configuration) ranked by
+	// `score`; a `q` with no words (only punctuation or symbols) matches records holding
+	// it as a case-insensitive substring, newest first, each with score 0. Both paginate
+	// with `next_cursor`; a cursor answers only the listing or the search (same `q`) that
+	// made it.
+	//
+	// Only builtin memories keep their records in svc. A record memory's records are kept
+	// by its memory provider, which svc does not browse: 409 `conflict`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/memories/{memory_id}/records (the `ListMemoryRecords` operationId).
+	ListMemoryRecordsWithResponse(ctx context.Context, memoryId string, params *ListMemoryRecordsParams, reqEditors ...RequestEditorFn) (*ListMemoryRecordsResponse, error)
+
+	// GetMemoryRecordWithResponse Read a record of a builtin memory
+	//
+	// A record memory's records are kept by its memory provider, which svc does not
+	// browse: 409 `conflict`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/memories/{memory_id}/records/{record_id} (the `GetMemoryRecord` operationId).
+	GetMemoryRecordWithResponse(ctx context.Context, memoryId string, recordId string, reqEditors ...RequestEditorFn) (*GetMemoryRecordResponse, error)
 
 	// ListMemoryProvidersWithResponse List the memory providers of the key's workspace
 	//
@@ -23433,6 +23691,228 @@ func (r UpdateMemoryResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateMemoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMemoryRecordsResponse429Headers the declared response headers of an HTTP 429 response for ListMemoryRecords
+type ListMemoryRecordsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListMemoryRecordsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MemoryRecordPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMemoryRecordsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON200() *MemoryRecordPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListMemoryRecordsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMemoryRecordsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMemoryRecordsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMemoryRecordsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMemoryRecordsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetMemoryRecordResponse429Headers the declared response headers of an HTTP 429 response for GetMemoryRecord
+type GetMemoryRecordResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetMemoryRecordResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MemoryRecord
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMemoryRecordResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON200() *MemoryRecord {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetMemoryRecordResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMemoryRecordResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMemoryRecordResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMemoryRecordResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMemoryRecordResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -31499,6 +31979,46 @@ func (c *ClientWithResponses) UpdateMemoryWithResponse(ctx context.Context, memo
 	return ParseUpdateMemoryResponse(rsp)
 }
 
+// ListMemoryRecordsWithResponse Browse or search the records of a builtin memory
+//
+// Without `q` (or with a blank one), a page of the memory's records, newest first.
+// With `q`, the records matching it, best first, as a run's `memory_search` finds them:
+// full-text matches of its words (PostgreSQL's `simple` configuration) ranked by
+// `score`; a `q` with no words (only punctuation or symbols) matches records holding
+// it as a case-insensitive substring, newest first, each with score 0. Both paginate
+// with `next_cursor`; a cursor answers only the listing or the search (same `q`) that
+// made it.
+//
+// Only builtin memories keep their records in svc. A record memory's records are kept
+// by its memory provider, which svc does not browse: 409 `conflict`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/memories/{memory_id}/records (the `ListMemoryRecords` operationId).
+func (c *ClientWithResponses) ListMemoryRecordsWithResponse(ctx context.Context, memoryId string, params *ListMemoryRecordsParams, reqEditors ...RequestEditorFn) (*ListMemoryRecordsResponse, error) {
+	rsp, err := c.ListMemoryRecords(ctx, memoryId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMemoryRecordsResponse(rsp)
+}
+
+// GetMemoryRecordWithResponse Read a record of a builtin memory
+//
+// A record memory's records are kept by its memory provider, which svc does not
+// browse: 409 `conflict`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/memories/{memory_id}/records/{record_id} (the `GetMemoryRecord` operationId).
+func (c *ClientWithResponses) GetMemoryRecordWithResponse(ctx context.Context, memoryId string, recordId string, reqEditors ...RequestEditorFn) (*GetMemoryRecordResponse, error) {
+	rsp, err := c.GetMemoryRecord(ctx, memoryId, recordId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMemoryRecordResponse(rsp)
+}
+
 // ListMemoryProvidersWithResponse List the memory providers of the key's workspace
 //
 // Returns a wrapper object for the known response body format(s).
@@ -39194,6 +39714,210 @@ func ParseUpdateMemoryResponse(rsp *http.Response) (*UpdateMemoryResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateMemoryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMemoryRecordsResponse parses an HTTP response from a ListMemoryRecordsWithResponse call
+func ParseListMemoryRecordsResponse(rsp *http.Response) (*ListMemoryRecordsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMemoryRecordsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MemoryRecordPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListMemoryRecordsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetMemoryRecordResponse parses an HTTP response from a GetMemoryRecordWithResponse call
+func ParseGetMemoryRecordResponse(rsp *http.Response) (*GetMemoryRecordResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMemoryRecordResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MemoryRecord
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetMemoryRecordResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

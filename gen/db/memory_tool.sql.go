@@ -65,6 +65,60 @@ func (q *Queries) MemoryRecordInsert(ctx context.Context, db DBTX, arg MemoryRec
 	return err
 }
 
+const memoryRecordList = `-- name: MemoryRecordList :many
+SELECT r.id, r.content, r.metadata, r.created_at
+FROM memory_record r
+WHERE r.workspace_id = $1 AND r.memory_id = $2 AND r.id < $3
+ORDER BY r.id DESC
+LIMIT $4
+`
+
+type MemoryRecordListParams struct {
+	WorkspaceID string `json:"workspace_id"`
+	MemoryID    string `json:"memory_id"`
+	AfterID     string `json:"after_id"`
+	MaxRecords  int32  `json:"max_records"`
+}
+
+type MemoryRecordListRow struct {
+	ID        string          `json:"id"`
+	Content   string          `json:"content"`
+	Metadata  json.RawMessage `json:"metadata"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// A page of a builtin memory's records, newest first (ids are ULIDs), after
+// the id a cursor names; memory_record_memory_idx serves it.
+func (q *Queries) MemoryRecordList(ctx context.Context, db DBTX, arg MemoryRecordListParams) ([]MemoryRecordListRow, error) {
+	rows, err := db.Query(ctx, memoryRecordList,
+		arg.WorkspaceID,
+		arg.MemoryID,
+		arg.AfterID,
+		arg.MaxRecords,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MemoryRecordListRow{}
+	for rows.Next() {
+		var i MemoryRecordListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Content,
+			&i.Metadata,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const memoryRecordQueryHasLexemes = `-- name: MemoryRecordQueryHasLexemes :one
 SELECT numnode(websearch_to_tsquery('simple', $1::text)) > 0 AS has_lexemes
 `
@@ -142,15 +196,16 @@ const memoryRecordSearchSubstring = `-- name: MemoryRecordSearchSubstring :many
 SELECT r.id, r.content, r.metadata, r.created_at
 FROM memory_record r
 WHERE r.workspace_id = $1 AND r.memory_id = $2
-  AND r.content ILIKE $3::text
+  AND r.content ILIKE $3::text AND r.id < $4
 ORDER BY r.id DESC
-LIMIT $4
+LIMIT $5
 `
 
 type MemoryRecordSearchSubstringParams struct {
 	WorkspaceID string `json:"workspace_id"`
 	MemoryID    string `json:"memory_id"`
 	Pattern     string `json:"pattern"`
+	AfterID     string `json:"after_id"`
 	MaxRecords  int32  `json:"max_records"`
 }
 
@@ -162,12 +217,14 @@ type MemoryRecordSearchSubstringRow struct {
 }
 
 // Records of a builtin memory holding the pattern (an ILIKE pattern whose
-// wildcards the caller escaped with \), newest first.
+// wildcards the caller escaped with \), newest first, after the id a cursor
+// names.
 func (q *Queries) MemoryRecordSearchSubstring(ctx context.Context, db DBTX, arg MemoryRecordSearchSubstringParams) ([]MemoryRecordSearchSubstringRow, error) {
 	rows, err := db.Query(ctx, memoryRecordSearchSubstring,
 		arg.WorkspaceID,
 		arg.MemoryID,
 		arg.Pattern,
+		arg.AfterID,
 		arg.MaxRecords,
 	)
 	if err != nil {
@@ -194,20 +251,26 @@ func (q *Queries) MemoryRecordSearchSubstring(ctx context.Context, db DBTX, arg 
 }
 
 const memoryRecordSearchText = `-- name: MemoryRecordSearchText :many
-SELECT r.id, r.content, r.metadata, r.created_at,
-       ts_rank(to_tsvector('simple', r.content), websearch_to_tsquery('simple', $1::text))::real AS score
-FROM memory_record r
-WHERE r.workspace_id = $2 AND r.memory_id = $3
-  AND to_tsvector('simple', r.content) @@ websearch_to_tsquery('simple', $1::text)
-ORDER BY score DESC, r.id DESC
-LIMIT $4
+SELECT id, content, metadata, created_at, score
+FROM (
+    SELECT r.id, r.content, r.metadata, r.created_at,
+           ts_rank(to_tsvector('simple', r.content), websearch_to_tsquery('simple', $1::text))::real AS score
+    FROM memory_record r
+    WHERE r.workspace_id = $2 AND r.memory_id = $3
+      AND to_tsvector('simple', r.content) @@ websearch_to_tsquery('simple', $1::text)
+) hits
+WHERE (score, id) < ($4::real, $5::text)
+ORDER BY score DESC, id DESC
+LIMIT $6
 `
 
 type MemoryRecordSearchTextParams struct {
-	Query       string `json:"query"`
-	WorkspaceID string `json:"workspace_id"`
-	MemoryID    string `json:"memory_id"`
-	MaxRecords  int32  `json:"max_records"`
+	Query       string  `json:"query"`
+	WorkspaceID string  `json:"workspace_id"`
+	MemoryID    string  `json:"memory_id"`
+	AfterScore  float32 `json:"after_score"`
+	AfterID     string  `json:"after_id"`
+	MaxRecords  int32   `json:"max_records"`
 }
 
 type MemoryRecordSearchTextRow struct {
@@ -218,12 +281,17 @@ type MemoryRecordSearchTextRow struct {
 	Score     float32         `json:"score"`
 }
 
-// Full-text search of a builtin memory's records, best first.
+// Full-text search of a builtin memory's records, best first, after the
+// (score, id) a cursor names: a first page passes 'Infinity' and an id that
+// sorts after every id. ts_rank of one content and query is always the same
+// real, so a cursor's score is found again exactly.
 func (q *Queries) MemoryRecordSearchText(ctx context.Context, db DBTX, arg MemoryRecordSearchTextParams) ([]MemoryRecordSearchTextRow, error) {
 	rows, err := db.Query(ctx, memoryRecordSearchText,
 		arg.Query,
 		arg.WorkspaceID,
 		arg.MemoryID,
+		arg.AfterScore,
+		arg.AfterID,
 		arg.MaxRecords,
 	)
 	if err != nil {

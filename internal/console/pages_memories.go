@@ -2,7 +2,9 @@ package console
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/provider"
@@ -18,6 +20,7 @@ func (c *Console) memoryRoutes() []route {
 		{Method: http.MethodGet, Path: "/memories/:memory", Twin: "getMemory", Handle: c.memoryPage},
 		{Method: http.MethodPost, Path: "/memories/:memory", Twin: "updateMemory", Handle: c.updateMemory},
 		{Method: http.MethodPost, Path: "/memories/:memory/delete", Twin: "deleteMemory", Handle: c.deleteMemory},
+		{Method: http.MethodGet, Path: "/memories/:memory/records", Twin: "listMemoryRecords", Handle: c.memoryRecords},
 	}
 }
 
@@ -139,4 +142,62 @@ func (c *Console) deleteMemory(r *wsRequest) error {
 		return c.memoryRefused(r, nil, err)
 	}
 	return r.redirect(r.path("memories"), "The memory and its records are deleted.")
+}
+
+// memoryRecordsPage is what a memory's records page shows.
+type memoryRecordsPage struct {
+	Memory  memory.Memory
+	Records []recordRow
+	// Query is the search the records answer; "" lists them newest first.
+	Query string
+	Next  string
+}
+
+// memoryRecords browses a builtin memory's records, newest first, or
+// searches them with q, best first (GET). The memory is read too, for its
+// name and kind; getMemory needs the same read permission as the twin. A
+// refused search or cursor, and a record memory (whose records its provider
+// keeps), are explained on the page, which answers 200 like every GET.
+func (c *Console) memoryRecords(r *wsRequest) error {
+	m, err := c.svc.Memories.Get(r.ctx(), r.caller, r.ec.Param("memory"))
+	if err != nil {
+		return err
+	}
+	q := strings.TrimSpace(r.ec.QueryParam("q"))
+	d := &memoryRecordsPage{Memory: m, Query: q}
+	v := view{Title: "Records of " + m.Name, Data: d, Form: map[string]string{"q": q}}
+	page, err := c.svc.Memories.ListRecords(r.ctx(), r.caller, memory.RecordQuery{MemoryID: m.ID, Query: q, Cursor: listCursor(r)})
+	if err != nil {
+		if _, ok := formError(&v, err); !ok {
+			return err
+		}
+		return c.renderIn(r, http.StatusOK, "memory_records", "memories", v)
+	}
+	for _, rec := range page.Items {
+		d.Records = append(d.Records, recordRowOf(rec))
+	}
+	d.Next = nextCursor(page.NextCursor)
+	return c.renderIn(r, http.StatusOK, "memory_records", "memories", v)
+}
+
+// recordRow is a record as its page shows it.
+type recordRow struct {
+	ID        string
+	Content   string
+	CreatedAt time.Time
+	// Score is a search's rank, "" outside searches.
+	Score string
+	// Metadata is the indented metadata object, "" when it is empty.
+	Metadata string
+}
+
+func recordRowOf(rec memory.Record) recordRow {
+	row := recordRow{ID: rec.ID, Content: rec.Content, CreatedAt: rec.CreatedAt}
+	if rec.Score != nil {
+		row.Score = strconv.FormatFloat(*rec.Score, 'g', 4, 64)
+	}
+	if md := prettyJSON(rec.Metadata); md != "{}" && md != "" {
+		row.Metadata = md
+	}
+	return row
 }

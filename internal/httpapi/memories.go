@@ -1,7 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/oapi-codegen/nullable"
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
@@ -72,6 +77,61 @@ func (h *MemoryHandlers) DeleteMemory(ctx context.Context, req api.DeleteMemoryR
 		return nil, err
 	}
 	return api.DeleteMemory204Response{}, nil
+}
+
+// ListMemoryRecords answers a page of a builtin memory's records, newest
+// first, or those matching q, best first.
+func (h *MemoryHandlers) ListMemoryRecords(ctx context.Context, req api.ListMemoryRecordsRequestObject) (api.ListMemoryRecordsResponseObject, error) {
+	in := memory.RecordQuery{MemoryID: req.MemoryId, Limit: req.Params.Limit, Cursor: req.Params.Cursor}
+	if req.Params.Q != nil {
+		in.Query = *req.Params.Q
+	}
+	p, err := h.svc.ListRecords(ctx, auth.CallerFrom(ctx), in)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]api.MemoryRecord, 0, len(p.Items))
+	for _, rec := range p.Items {
+		v, err := toAPIMemoryRecord(req.MemoryId, rec)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, v)
+	}
+	return api.ListMemoryRecords200JSONResponse{Items: items, NextCursor: nullableString(p.NextCursor)}, nil
+}
+
+// GetMemoryRecord reads a record of a builtin memory.
+func (h *MemoryHandlers) GetMemoryRecord(ctx context.Context, req api.GetMemoryRecordRequestObject) (api.GetMemoryRecordResponseObject, error) {
+	rec, err := h.svc.GetRecord(ctx, auth.CallerFrom(ctx), req.MemoryId, req.RecordId)
+	if err != nil {
+		return nil, err
+	}
+	v, err := toAPIMemoryRecord(req.MemoryId, rec)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetMemoryRecord200JSONResponse(v), nil
+}
+
+// toAPIMemoryRecord maps a record of memory memoryID; its metadata's
+// numbers are kept as written.
+func toAPIMemoryRecord(memoryID string, rec memory.Record) (api.MemoryRecord, error) {
+	metadata := map[string]any{}
+	if len(rec.Metadata) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(rec.Metadata))
+		dec.UseNumber()
+		if err := dec.Decode(&metadata); err != nil {
+			return api.MemoryRecord{}, fmt.Errorf("record %s: stored metadata: %w", rec.ID, err)
+		}
+	}
+	score := nullable.NewNullNullable[float32]()
+	if rec.Score != nil {
+		score = nullable.NewNullableWithValue(float32(*rec.Score))
+	}
+	return api.MemoryRecord{
+		Id: rec.ID, MemoryId: memoryID, Content: rec.Content, Metadata: metadata, Score: score, CreatedAt: rec.CreatedAt.UTC(),
+	}, nil
 }
 
 func toAPIMemory(m memory.Memory) api.Memory {

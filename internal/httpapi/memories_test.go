@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcdev/svc/internal/id"
+	mem "github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/provider/probe"
 	"github.com/svcdev/svc/internal/testfactory"
 )
@@ -264,4 +266,163 @@ func TestMemoriesAcrossWorkspaces(t *testing.T) {
 	require.Equal(t, bodies[:3], bodies[3:])
 	_, got, _ := b.do(t, http.MethodGet, memoriesPath+"/"+m["id"].(string), nil)
 	require.Equal(t, m, got)
+}
+
+// writeRecord stores a record of a builtin memory of the admin's workspace
+// as a run's memory_write does, and returns its id.
+func (b *memoriesBundle) writeRecord(t *testing.T, memoryID, content, metadata string) string {
+	t.Helper()
+	recID := id.New("mrec")
+	require.NoError(t, b.h.App.Memories.WriteRecord(t.Context(), b.admin.WorkspaceID, memoryID, mem.Record{
+		ID: recID, Content: content, Metadata: json.RawMessage(metadata),
+	}))
+	return recID
+}
+
+// recordIDs lists the ids of a page of records, in order.
+func recordIDs(t *testing.T, out map[string]any) []string {
+	t.Helper()
+	items, ok := out["items"].([]any)
+	require.True(t, ok, "a page: %v", out)
+	ids := []string{}
+	for _, it := range items {
+		ids = append(ids, it.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
+func TestMemoryRecordsListAndSearch(t *testing.T) {
+	t.Parallel()
+	b := setupMemories(t)
+	m := b.mustMemory(t, map[string]any{"name": "notes", "kind": "builtin"})
+	other := b.mustMemory(t, map[string]any{"name": "other", "kind": "builtin"})
+	path := memoriesPath + "/" + m["id"].(string) + "/records"
+
+	status, out, _ := b.do(t, http.MethodGet, path, nil)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, map[string]any{"items": []any{}, "next_cursor": nil}, out, "no records yet")
+
+	twice := b.writeRecord(t, m["id"].(string), "customer customer: prefers email", `{"run_id":"run_01jd5v6w1q3yb8j8y3tn9z2k7h","n":12345678901234567890}`)
+	sale := b.writeRecord(t, m["id"].(string), "50% off <b>every</b> Monday", `{}`)
+	once := b.writeRecord(t, m["id"].(string), "the customer asked about refunds", `{}`)
+	b.writeRecord(t, other["id"].(string), "customer of another memory", `{}`)
+
+	// Listing: newest first, without scores, metadata as written.
+	status, out, _ = b.do(t, http.MethodGet, path, nil, as(b.viewer.Token)...)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, []string{once, sale, twice}, recordIDs(t, out))
+	require.Nil(t, out["next_cursor"])
+	first := out["items"].([]any)[2].(map[string]any)
+	require.Equal(t, m["id"], first["memory_id"])
+	require.Equal(t, "customer customer: prefers email", first["content"])
+	require.Nil(t, first["score"])
+	require.NotEmpty(t, first["created_at"])
+	require.Equal(t, map[string]any{"run_id": "run_01jd5v6w1q3yb8j8y3tn9z2k7h", "n": 12345678901234567890.0}, first["metadata"])
+	require.Equal(t, map[string]any{}, out["items"].([]any)[1].(map[string]any)["metadata"])
+
+	// Pages of two.
+	status, out, _ = b.do(t, http.MethodGet, path+"?limit=2", nil)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, []string{once, sale}, recordIDs(t, out))
+	status, out, _ = b.do(t, http.MethodGet, path+"?limit=2&cursor="+out["next_cursor"].(string), nil)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, []string{twice}, recordIDs(t, out))
+	require.Nil(t, out["next_cursor"])
+
+	// Searching: matches of the words, best first, scored; a blank q lists.
+	status, out, _ = b.do(t, http.MethodGet, path+"?q=Customer", nil)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, []string{twice, once}, recordIDs(t, out), "the record saying it twice ranks first")
+	scores := []float64{}
+	for _, it := range out["items"].([]any) {
+		scores = append(scores, it.(map[string]any)["score"].(float64))
+	}
+	require.Greater(t, scores[0], scores[1])
+	status, out, _ = b.do(t, http.MethodGet, path+"?q=+++", nil)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, []string{once, sale, twice}, recordIDs(t, out))
+
+	// A search pages on, one record at a time, and ends.
+	var walked []string
+	next := ""
+	for range 4 {
+		status, out, _ = b.do(t, http.MethodGet, path+"?q=customer&limit=1"+next, nil)
+		require.Equal(t, http.StatusOK, status, out)
+		walked = append(walked, recordIDs(t, out)...)
+		if out["next_cursor"] == nil {
+			break
+		}
+		next = "&cursor=" + out["next_cursor"].(string)
+	}
+	require.Equal(t, []string{twice, once}, walked)
+	require.Nil(t, out["next_cursor"])
+
+	// A q without words is a substring, score 0; its pages go on too.
+	status, out, _ = b.do(t, http.MethodGet, path+"?q=%25&limit=1", nil)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, []string{sale}, recordIDs(t, out))
+	require.Equal(t, 0.0, out["items"].([]any)[0].(map[string]any)["score"])
+	status, out, _ = b.do(t, http.MethodGet, path+"?q=%25&limit=1&cursor="+out["next_cursor"].(string), nil)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Empty(t, recordIDs(t, out))
+
+	// Reading one record.
+	status, out, _ = b.do(t, http.MethodGet, path+"/"+sale, nil, as(b.viewer.Token)...)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "50% off <b>every</b> Monday", out["content"])
+	require.Nil(t, out["score"])
+	status, out, _ = b.do(t, http.MethodGet, path+"/mrec_01jd5v6w1q3yb8j8y3tn9z2k7h", nil)
+	require.Equal(t, http.StatusNotFound, status, out)
+	require.Equal(t, "not_found", errorCode(t, out))
+}
+
+func TestMemoryRecordsRefuse(t *testing.T) {
+	t.Parallel()
+	b := setupMemories(t)
+	m := b.mustMemory(t, map[string]any{"name": "notes", "kind": "builtin"})
+	path := memoriesPath + "/" + m["id"].(string) + "/records"
+	b.writeRecord(t, m["id"].(string), "one", `{}`)
+	recID := b.writeRecord(t, m["id"].(string), "two", `{}`)
+	_, page, _ := b.do(t, http.MethodGet, path+"?limit=1", nil)
+	listCursor := page["next_cursor"].(string)
+
+	cases := []struct {
+		name, query, field string
+	}{
+		{"a control character", "?q=a%01b", "q"},
+		{"1001 characters", "?q=" + strings.Repeat("я", 1001), "q"},
+		{"a cursor svc did not make", "?cursor=%21%21", "cursor"},
+		{"a listing's cursor in a search", "?q=one&cursor=" + listCursor, "cursor"},
+	}
+	for _, tc := range cases {
+		status, out, _ := b.do(t, http.MethodGet, path+tc.query, nil)
+		require.Equal(t, http.StatusBadRequest, status, "%s: %v", tc.name, out)
+		require.Equal(t, "invalid_argument", errorCode(t, out), tc.name)
+		require.Contains(t, fields(t, out), tc.field, tc.name)
+	}
+
+	// A record memory's records are its provider's: 409, for a list and a read.
+	rec := b.mustMemory(t, map[string]any{"name": "facts", "kind": "record", "memory_provider_id": b.tpuf})
+	for _, p := range []string{"/records", "/records?q=x", "/records/" + recID} {
+		status, out, _ := b.do(t, http.MethodGet, memoriesPath+"/"+rec["id"].(string)+p, nil)
+		require.Equal(t, http.StatusConflict, status, out)
+		require.Equal(t, "conflict", errorCode(t, out))
+		require.Contains(t, errorMessage(t, out), "record memory")
+	}
+
+	// Another workspace's memory answers like a missing one.
+	foreign := b.otherWorkspace(t)
+	var bodies []string
+	for _, memID := range []string{m["id"].(string), "mem_01jd5v6w1q3yb8j8y3tn9z2k7h"} {
+		for _, p := range []string{"/records", "/records?q=one", "/records/" + recID} {
+			status, out, _ := b.do(t, http.MethodGet, memoriesPath+"/"+memID+p, nil, as(foreign)...)
+			require.Equal(t, http.StatusNotFound, status, out)
+			bodies = append(bodies, errorMessage(t, out))
+		}
+	}
+	require.Equal(t, bodies[:3], bodies[3:])
+	// Another memory of the workspace does not answer for this one's records.
+	other := b.mustMemory(t, map[string]any{"name": "other", "kind": "builtin"})
+	status, out, _ := b.do(t, http.MethodGet, memoriesPath+"/"+other["id"].(string)+"/records/"+recID, nil)
+	require.Equal(t, http.StatusNotFound, status, out)
 }

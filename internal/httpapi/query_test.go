@@ -102,9 +102,11 @@ func TestForeignCursorsAreRefusedOnEveryList(t *testing.T) {
 	sub := b.must(t, http.StatusCreated, http.MethodPost, "/api/v1/subscriptions",
 		map[string]any{"url": "https://93.184.216.34/hook", "event_types": []string{"run.succeeded"}})
 	skill := b.mustCreate(t, "skills", map[string]any{"name": "s", "config": map[string]any{"instructions": "Be brief."}})
+	mem := b.must(t, http.StatusCreated, http.MethodPost, "/api/v1/memories", map[string]any{"name": "m", "kind": "builtin"})
 	values := map[string]string{
 		"workspace_id": b.admin.WorkspaceID, "organization_id": b.admin.OrganizationID, "agent_id": b.agentID,
 		"skill_id": skill["id"].(string), "subscription_id": sub["subscription"].(map[string]any)["id"].(string),
+		"memory_id": mem["id"].(string),
 	}
 	doc := apitest.Contract(t)
 	var tried []string

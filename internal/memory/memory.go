@@ -11,7 +11,10 @@
 //     it deletes them in the same transaction.
 //
 // Runs read and write records through the memory toolset (package
-// tool/memory); here the memory resource itself is created, listed, read, renamed and deleted.
+// tool/memory); here the memory resource itself is created, listed, read,
+// renamed and deleted, and people browse and search a builtin memory's
+// records (ListRecords, GetRecord). svc does not browse a record memory's
+// records at its provider: those methods answer 409 conflict for one.
 package memory
 
 import (

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/dbx"
@@ -18,6 +20,8 @@ type Record struct {
 	Metadata json.RawMessage
 	// Score ranks search hits (higher is better); nil outside searches.
 	Score *float64
+	// CreatedAt is when the record was written; WriteRecord ignores it.
+	CreatedAt time.Time
 }
 
 // WriteRecord stores a new record of builtin memory memoryID.
@@ -41,7 +45,7 @@ func (s *Service) ReadRecord(ctx context.Context, workspaceID, memoryID, id stri
 	case err != nil:
 		return Record{}, false, fmt.Errorf("read record %s of memory %s: %w", id, memoryID, err)
 	}
-	return Record{ID: row.ID, Content: row.Content, Metadata: row.Metadata}, true, nil
+	return Record{ID: row.ID, Content: row.Content, Metadata: row.Metadata, CreatedAt: row.CreatedAt.UTC()}, true, nil
 }
 
 // SearchRecords answers at most limit records of builtin memory memoryID
@@ -50,15 +54,30 @@ func (s *Service) ReadRecord(ctx context.Context, workspaceID, memoryID, id stri
 // parser drops) is matched as a case-insensitive substring instead, newest
 // first, with score 0.
 func (s *Service) SearchRecords(ctx context.Context, workspaceID, memoryID, query string, limit int) ([]Record, error) {
+	return s.searchRecords(ctx, workspaceID, memoryID, query, searchStart, limit)
+}
+
+// searchAfter is where a page of a search starts: after the record of
+// score Score and id ID, in the search's order (best first, then newest).
+type searchAfter struct {
+	Score float32
+	ID    string
+}
+
+// searchStart starts a search at its best record.
+var searchStart = searchAfter{Score: float32(math.Inf(1)), ID: "\uffff"}
+
+// searchRecords is SearchRecords from after.
+func (s *Service) searchRecords(ctx context.Context, workspaceID, memoryID, query string, after searchAfter, limit int) ([]Record, error) {
 	hasLexemes, err := s.q.MemoryRecordQueryHasLexemes(ctx, s.pool, query)
 	if err != nil {
 		return nil, fmt.Errorf("parse a search of memory %s: %w", memoryID, err)
 	}
 	if !hasLexemes {
-		return s.searchSubstring(ctx, workspaceID, memoryID, query, limit)
+		return s.searchSubstring(ctx, workspaceID, memoryID, query, after.ID, limit)
 	}
 	rows, err := s.q.MemoryRecordSearchText(ctx, s.pool, db.MemoryRecordSearchTextParams{
-		Query: query, WorkspaceID: workspaceID, MemoryID: memoryID, MaxRecords: int32(limit),
+		Query: query, WorkspaceID: workspaceID, MemoryID: memoryID, AfterScore: after.Score, AfterID: after.ID, MaxRecords: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("search memory %s: %w", memoryID, err)
@@ -66,7 +85,7 @@ func (s *Service) SearchRecords(ctx context.Context, workspaceID, memoryID, quer
 	out := make([]Record, 0, len(rows))
 	for _, r := range rows {
 		score := float64(r.Score)
-		out = append(out, Record{ID: r.ID, Content: r.Content, Metadata: r.Metadata, Score: &score})
+		out = append(out, Record{ID: r.ID, Content: r.Content, Metadata: r.Metadata, Score: &score, CreatedAt: r.CreatedAt.UTC()})
 	}
 	return out, nil
 }
@@ -84,14 +103,14 @@ func (s *Service) RecallRecords(ctx context.Context, workspaceID, memoryID, quer
 	out := make([]Record, 0, len(rows))
 	for _, r := range rows {
 		score := float64(r.Score)
-		out = append(out, Record{ID: r.ID, Content: r.Content, Metadata: r.Metadata, Score: &score})
+		out = append(out, Record{ID: r.ID, Content: r.Content, Metadata: r.Metadata, Score: &score, CreatedAt: r.CreatedAt.UTC()})
 	}
 	return out, nil
 }
 
-func (s *Service) searchSubstring(ctx context.Context, workspaceID, memoryID, query string, limit int) ([]Record, error) {
+func (s *Service) searchSubstring(ctx context.Context, workspaceID, memoryID, query, afterID string, limit int) ([]Record, error) {
 	rows, err := s.q.MemoryRecordSearchSubstring(ctx, s.pool, db.MemoryRecordSearchSubstringParams{
-		WorkspaceID: workspaceID, MemoryID: memoryID, Pattern: "%" + escapeLike(query) + "%", MaxRecords: int32(limit),
+		WorkspaceID: workspaceID, MemoryID: memoryID, Pattern: "%" + escapeLike(query) + "%", AfterID: afterID, MaxRecords: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("search memory %s: %w", memoryID, err)
@@ -99,7 +118,7 @@ func (s *Service) searchSubstring(ctx context.Context, workspaceID, memoryID, qu
 	out := make([]Record, 0, len(rows))
 	for _, r := range rows {
 		score := 0.0
-		out = append(out, Record{ID: r.ID, Content: r.Content, Metadata: r.Metadata, Score: &score})
+		out = append(out, Record{ID: r.ID, Content: r.Content, Metadata: r.Metadata, Score: &score, CreatedAt: r.CreatedAt.UTC()})
 	}
 	return out, nil
 }

@@ -33,23 +33,40 @@ WHERE workspace_id = @workspace_id AND memory_id = @memory_id AND id = @id;
 -- MemoryRecordSearchSubstring instead.
 SELECT numnode(websearch_to_tsquery('simple', @query::text)) > 0 AS has_lexemes;
 
--- name: MemoryRecordSearchText :many
--- Full-text search of a builtin memory's records, best first.
-SELECT r.id, r.content, r.metadata, r.created_at,
-       ts_rank(to_tsvector('simple', r.content), websearch_to_tsquery('simple', @query::text))::real AS score
+-- name: MemoryRecordList :many
+-- A page of a builtin memory's records, newest first (ids are ULIDs), after
+-- the id a cursor names; memory_record_memory_idx serves it.
+SELECT r.id, r.content, r.metadata, r.created_at
 FROM memory_record r
-WHERE r.workspace_id = @workspace_id AND r.memory_id = @memory_id
-  AND to_tsvector('simple', r.content) @@ websearch_to_tsquery('simple', @query::text)
-ORDER BY score DESC, r.id DESC
+WHERE r.workspace_id = @workspace_id AND r.memory_id = @memory_id AND r.id < @after_id
+ORDER BY r.id DESC
+LIMIT @max_records;
+
+-- name: MemoryRecordSearchText :many
+-- Full-text search of a builtin memory's records, best first, after the
+-- (score, id) a cursor names: a first page passes 'Infinity' and an id that
+-- sorts after every id. ts_rank of one content and query is always the same
+-- real, so a cursor's score is found again exactly.
+SELECT id, content, metadata, created_at, score
+FROM (
+    SELECT r.id, r.content, r.metadata, r.created_at,
+           ts_rank(to_tsvector('simple', r.content), websearch_to_tsquery('simple', @query::text))::real AS score
+    FROM memory_record r
+    WHERE r.workspace_id = @workspace_id AND r.memory_id = @memory_id
+      AND to_tsvector('simple', r.content) @@ websearch_to_tsquery('simple', @query::text)
+) hits
+WHERE (score, id) < (@after_score::real, @after_id::text)
+ORDER BY score DESC, id DESC
 LIMIT @max_records;
 
 -- name: MemoryRecordSearchSubstring :many
 -- Records of a builtin memory holding the pattern (an ILIKE pattern whose
--- wildcards the caller escaped with \), newest first.
+-- wildcards the caller escaped with \), newest first, after the id a cursor
+-- names.
 SELECT r.id, r.content, r.metadata, r.created_at
 FROM memory_record r
 WHERE r.workspace_id = @workspace_id AND r.memory_id = @memory_id
-  AND r.content ILIKE @pattern::text
+  AND r.content ILIKE @pattern::text AND r.id < @after_id
 ORDER BY r.id DESC
 LIMIT @max_records;
 
