@@ -63,6 +63,11 @@ func TestModelsAreMadeOnAProviderWithTheirAPISettings(t *testing.T) {
 	require.Regexp(t, `name="key" value="Main Key"[^>]*>\s*<span class="field-error"`, p.body)
 
 	fields.Set("key", "main")
+	fields.Set("context_window", "lots")
+	p = br.submit(t, form, action, fields)
+	require.Equal(t, http.StatusUnprocessableEntity, p.status, p.body)
+	require.Regexp(t, `name="context_window" value="lots"[^>]*>\s*<span class="field-error"`, p.body)
+	fields.Set("context_window", "32000")
 	fields.Set("settings.stop", `["END"]`)
 	fields.Set("settings.parallel_tool_calls", "false")
 	fields.Set("settings.reasoning_effort", "low")
@@ -74,20 +79,24 @@ func TestModelsAreMadeOnAProviderWithTheirAPISettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"temperature": 0.5, "stop": []any{"END"}, "parallel_tool_calls": false, "reasoning_effort": "low"}, m.Settings)
 	require.True(t, m.Enabled)
+	require.Equal(t, 32000, *m.ContextWindow)
 
-	// The edit form holds the settings; saving changes what was changed.
+	// The edit form holds the settings; saving changes what was changed
+	// (a context window left blank is cleared).
 	p = br.get(t, page)
 	require.Equal(t, http.StatusOK, p.status, p.body)
 	require.Contains(t, p.body, "is created")
 	require.Contains(t, p.body, `name="settings.temperature" value="0.5"`)
 	require.Contains(t, p.body, `<option value="false" selected>No</option>`)
 	require.Contains(t, p.body, `<option value="low" selected>low</option>`)
+	require.Contains(t, p.body, `name="context_window" value="32000"`)
 	p = br.submit(t, page, page, url.Values{"pick": {pick}, "model": {"gpt-5-mini"}, "settings.temperature": {"0.5"},
 		"settings.stop": {`["END"]`}, "settings.parallel_tool_calls": {"false"}, "settings.reasoning_effort": {"low"}})
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)
 	m, err = b.h.App.Services.Models.Get(t.Context(), b.admin.Caller("admin"), "main")
 	require.NoError(t, err)
 	require.Equal(t, "gpt-5-mini", m.Model)
+	require.Nil(t, m.ContextWindow)
 	require.EqualValues(t, 2, m.Version)
 	require.Len(t, m.Settings, 4)
 

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/svcdev/svc/internal/auth"
@@ -163,9 +164,15 @@ func (c *Console) renderModelForm(r *wsRequest, status int, v view) error {
 // createModel creates a model (POST).
 func (c *Console) createModel(r *wsRequest) error {
 	pick := r.form.Get("pick")
-	v := view{Form: map[string]string{"pick": pick, "key": r.form.Get("key"), "model": r.form.Get("model"), "enabled": r.form.Get("enabled")}, Fields: map[string]string{}}
+	v := view{Form: map[string]string{"pick": pick, "key": r.form.Get("key"), "model": r.form.Get("model"), "enabled": r.form.Get("enabled"),
+		"context_window": r.form.Get("context_window")}, Fields: map[string]string{}}
 	providerID, api, _ := strings.Cut(pick, ":")
 	in := model.CreateInput{Key: strings.TrimSpace(r.form.Get("key")), ProviderID: providerID, API: api, Model: strings.TrimSpace(r.form.Get("model"))}
+	if w, ok := formInt(r.form.Get("context_window")); ok {
+		in.ContextWindow = w
+	} else {
+		v.Fields["context_window"] = "must be a whole number of tokens"
+	}
 	enabled := r.form.Get("enabled") == "true"
 	in.Enabled = &enabled
 	ts, err := c.modelTargets(r)
@@ -228,6 +235,9 @@ func (c *Console) renderModel(r *wsRequest, status int, m model.Model, v view) e
 	}
 	if v.Form == nil {
 		v.Form = map[string]string{"pick": m.ProviderID + ":" + m.API, "model": m.Model, "etag": m.ETag()}
+		if m.ContextWindow != nil {
+			v.Form["context_window"] = strconv.Itoa(*m.ContextWindow)
+		}
 		if pick := r.ec.QueryParam("pick"); pick != "" {
 			v.Form["pick"] = pick
 		}
@@ -266,10 +276,15 @@ func (c *Console) updateModel(r *wsRequest) error {
 		return err
 	}
 	pick, etag := r.form.Get("pick"), r.form.Get("etag")
-	v := view{Form: map[string]string{"pick": pick, "model": r.form.Get("model"), "etag": etag}, Fields: map[string]string{}}
+	v := view{Form: map[string]string{"pick": pick, "model": r.form.Get("model"), "etag": etag, "context_window": r.form.Get("context_window")}, Fields: map[string]string{}}
 	providerID, api, _ := strings.Cut(pick, ":")
 	name := strings.TrimSpace(r.form.Get("model"))
-	in := model.UpdateInput{Key: m.Key, IfMatch: &etag, ProviderID: &providerID, API: &api, Model: &name}
+	in := model.UpdateInput{Key: m.Key, IfMatch: &etag, ProviderID: &providerID, API: &api, Model: &name, SetContextWindow: true}
+	if w, ok := formInt(r.form.Get("context_window")); ok {
+		in.ContextWindow = w
+	} else {
+		v.Fields["context_window"] = "must be a whole number of tokens"
+	}
 	doc := c.settingsDoc(&modelTarget{Provider: provider.Provider{Type: c.providerType(r, providerID)}, API: api})
 	keepSchemaValues(doc, "settings", r.form, v.Form)
 	in.Settings, _ = readSchemaForm(doc, "settings", r.form, v.Fields)
