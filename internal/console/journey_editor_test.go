@@ -87,4 +87,9 @@ func TestBrowserEditorBuildsAnAgentAndWatchesItRunLive(t *testing.T) {
 	require.True(t, pwned.Value.Bool(), "model output ran as HTML")
 	text := c.text(`[data-live-timeline]`)
 	require.True(t, strings.Contains(text, `<img src=x onerror="window.__pwned=1">`), "the markup is shown as text: %s", text)
+
+	c.open(b.workspacePath("runs"))
+	c.screenshot("runs")
+	c.open(b.workspacePath("agents"))
+	c.screenshot("agents")
 }

@@ -49,7 +49,6 @@ func TestBrowserInvitedMemberMakesAnAPIKeyAndUsesItWithCurl(t *testing.T) {
 	token := strings.TrimSpace(c.text("#new-token"))
 	require.Regexp(t, regexp.MustCompile(`^svc_[A-Za-z0-9]{40,}$`), token)
 	b.secret(token)
-	c.screenshot("api-key-created")
 
 	out, err := exec.CommandContext(t.Context(), curl, "-sS", "--fail", "-H", "Authorization: Bearer "+token, b.h.URL+"/api/v1/me").Output()
 	require.NoError(t, err, "curl with the console's token")

@@ -41,7 +41,6 @@ func TestBrowserAdminInspectsAFailedDeliveryAndRedeliversIt(t *testing.T) {
 	secret := c.text(`#new-secret`)
 	require.Regexp(t, `^whsec_`, secret)
 	b.secret(secret)
-	c.screenshot("webhook-created")
 
 	// An event the endpoint refuses.
 	testfactory.Model(t, b.h.App.Pool, b.admin.Owner(), nil)
