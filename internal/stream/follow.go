@@ -45,7 +45,7 @@ func (h *Hub) Follow(ctx context.Context, threadID string, after int64, sink Sin
 	if _, err := f.catchUp(ctx); err != nil {
 		return err
 	}
-	t := h.join(threadID, f.last)
+	t := h.join(ctx, threadID, f.last)
 	defer h.leave(t)
 	tick := time.NewTicker(h.opts.Heartbeat)
 	defer tick.Stop()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/run"
 )
 
@@ -54,12 +55,22 @@ type Hub struct {
 	src    Source
 	log    *slog.Logger
 	opts   Options
+	// wakeKey is this hub's own stream: a reader of a thread the loop's
+	// blocking XREAD does not cover yet adds an entry to it, so the loop
+	// starts a new XREAD with the thread at once instead of after Block.
+	wakeKey string
 
 	mu      sync.Mutex
 	tails   map[string]*tail // by thread id
 	reading bool
-	stop    chan struct{}
-	stopped bool
+	// wakeLast is the id of the last wake entry the loop read.
+	wakeLast string
+	// wakePending is set while a wake was sent that no snapshot has
+	// followed: the next snapshot covers every tail joined meanwhile, so
+	// one wake is enough for all of them.
+	wakePending bool
+	stop     chan struct{}
+	stopped  bool
 }
 
 // tail is the hub's state of one watched thread. Its fields are guarded by
@@ -91,26 +102,53 @@ func NewHub(rdb *redis.Client, prefix string, src Source, log *slog.Logger, opts
 	if opts.Recent <= 0 {
 		opts.Recent = DefaultRecent
 	}
-	return &Hub{rdb: rdb, prefix: prefix, src: src, log: log, opts: opts, tails: map[string]*tail{}, stop: make(chan struct{})}
+	return &Hub{rdb: rdb, prefix: prefix, src: src, log: log, opts: opts, tails: map[string]*tail{}, stop: make(chan struct{}),
+		wakeKey: prefix + "stream-hub:" + id.New("hub") + ":wake", wakeLast: "0-0"}
 }
 
 // join registers a reader of threadID that has seen everything up to seq
-// last, starting the shared loop when it is not running.
-func (h *Hub) join(threadID string, last int64) *tail {
+// last, starting the shared loop when it is not running, or waking it when
+// its XREAD in flight does not cover the thread.
+func (h *Hub) join(ctx context.Context, threadID string, last int64) *tail {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	t := h.tails[threadID]
+	wake := false
 	if t == nil {
 		t = &tail{threadID: threadID, key: Key(h.prefix, threadID), last: last, wake: make(chan struct{})}
 		h.tails[threadID] = t
+		wake = h.reading && !h.wakePending
+		h.wakePending = h.wakePending || wake
 	}
 	t.readers++
 	if !h.reading {
 		h.reading = true
 		go h.read()
 	}
+	h.mu.Unlock()
+	if wake {
+		h.wakeLoop(ctx)
+	}
 	return t
 }
+
+// wakeLoop ends the loop's blocking XREAD early by adding an entry to the
+// hub's wake stream, which every XREAD covers. Should it fail, the thread is
+// read from the next XREAD on, at most Block later.
+func (h *Hub) wakeLoop(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, h.opts.Block)
+	defer cancel()
+	_, err := h.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: h.wakeKey, MaxLen: 16, Values: []any{"w", "1"}})
+		p.Expire(ctx, h.wakeKey, wakeTTL)
+		return nil
+	})
+	if err != nil {
+		h.log.Debug("stream: could not wake the shared loop", "error", err)
+	}
+}
+
+// wakeTTL bounds how long a hub's wake stream outlives its last use.
+const wakeTTL = 10 * time.Minute
 
 // leave unregisters a reader of t; the last reader drops the tail.
 func (h *Hub) leave(t *tail) {
@@ -171,18 +209,20 @@ func (h *Hub) snapshot() ([]string, map[string]*tail) {
 		h.stopped = true
 		close(h.stop)
 	}
+	h.wakePending = false
 	if len(h.tails) == 0 || h.stopped {
 		h.reading = false
 		return nil, nil
 	}
-	keys := make([]string, 0, 2*len(h.tails))
-	ids := make([]string, 0, len(h.tails))
+	keys := make([]string, 0, 2*len(h.tails)+2)
+	ids := make([]string, 0, len(h.tails)+1)
 	byKey := make(map[string]*tail, len(h.tails))
 	for _, t := range h.tails {
 		keys = append(keys, t.key)
 		ids = append(ids, entryID(t.last))
 		byKey[t.key] = t
 	}
+	keys, ids = append(keys, h.wakeKey), append(ids, h.wakeLast)
 	return append(keys, ids...), byKey
 }
 
@@ -191,6 +231,10 @@ func (h *Hub) deliver(res []redis.XStream, byKey map[string]*tail) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, s := range res {
+		if s.Stream == h.wakeKey && len(s.Messages) > 0 {
+			h.wakeLast = s.Messages[len(s.Messages)-1].ID
+			continue
+		}
 		t := byKey[s.Stream]
 		if t == nil || len(s.Messages) == 0 {
 			continue

@@ -313,3 +313,24 @@ type failing struct{ err error }
 
 func (f failing) Events([]stream.Item) error { return f.err }
 func (f failing) Ping() error                { return f.err }
+
+// A reader of a thread the shared loop's blocking XREAD does not cover yet
+// gets its live events at once, not after the XREAD's Block.
+func TestANewThreadIsFollowedWithoutWaitingForTheBlock(t *testing.T) {
+	t.Parallel()
+	f := setup(t, stream.Options{Block: 10 * time.Second})
+	ctx, cancel := context.WithCancel(t.Context())
+	a, waitA := f.follow(t, ctx, "th_a", 0)
+	f.pub.Publish(ctx, "th_a", f.log.add("th_a", 1))
+	a.expect(t, 1, 1) // the loop now blocks in an XREAD of th_a alone
+
+	b, waitB := f.follow(t, ctx, "th_b", 0)
+	time.Sleep(50 * time.Millisecond) // b joined
+	start := time.Now()
+	f.pub.Publish(ctx, "th_b", f.log.add("th_b", 1))
+	b.expect(t, 1, 1)
+	require.Less(t, time.Since(start), time.Second, "the live event waited for the XREAD's block")
+	cancel()
+	require.NoError(t, waitA())
+	require.NoError(t, waitB())
+}
