@@ -69,8 +69,8 @@ type Hub struct {
 	// followed: the next snapshot covers every tail joined meanwhile, so
 	// one wake is enough for all of them.
 	wakePending bool
-	stop     chan struct{}
-	stopped  bool
+	stop        chan struct{}
+	stopped     bool
 }
 
 // tail is the hub's state of one watched thread. Its fields are guarded by
