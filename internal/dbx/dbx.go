@@ -203,3 +203,22 @@ func isBrokenConnection(err error) bool {
 	var opErr *net.OpError
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &opErr)
 }
+
+// Int32 narrows an optional integer a service validated for an int4
+// column; nil stays nil.
+func Int32(v *int) *int32 {
+	if v == nil {
+		return nil
+	}
+	n := int32(*v)
+	return &n
+}
+
+// Int widens an optional int4 column's value; nil stays nil.
+func Int(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/resource"
 )
 
@@ -118,24 +119,6 @@ func maxOutputTokens(settings map[string]any) int {
 	return 0
 }
 
-// int32Ptr and intPtr convert an optional integer between the view and
-// the row.
-func int32Ptr(v *int) *int32 {
-	if v == nil {
-		return nil
-	}
-	n := int32(*v)
-	return &n
-}
-
-func intPtr(v *int32) *int {
-	if v == nil {
-		return nil
-	}
-	n := int(*v)
-	return &n
-}
-
 // ValidateKey refuses a string that is not a model key.
 func ValidateKey(key string) error {
 	if !keyPattern.MatchString(key) {
@@ -169,7 +152,7 @@ func modelOf(r db.Model) (Model, error) {
 	}
 	return Model{
 		Key: r.Key, WorkspaceID: r.WorkspaceID, ProviderID: r.ProviderID, API: r.Api, Model: r.Model,
-		Settings: settings, ContextWindow: intPtr(r.ContextWindow), Enabled: r.Enabled, Version: r.Version, CreatedByID: r.CreatedByID,
+		Settings: settings, ContextWindow: dbx.Int(r.ContextWindow), Enabled: r.Enabled, Version: r.Version, CreatedByID: r.CreatedByID,
 		UpdatedByID: r.UpdatedByID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}, nil
 }

@@ -67,7 +67,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (M
 		}
 		row, err := s.q.ModelInsert(ctx, tx, db.ModelInsertParams{
 			WorkspaceID: c.WorkspaceID, Key: in.Key, ProviderID: in.ProviderID, Api: in.API, Model: in.Model,
-			Settings: settings, ContextWindow: int32Ptr(in.ContextWindow), Enabled: enabled, CreatedByID: c.PrincipalID,
+			Settings: settings, ContextWindow: dbx.Int32(in.ContextWindow), Enabled: enabled, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
 			return Model{}, dbx.Translate(err, fmt.Sprintf("model %q", in.Key))
@@ -171,8 +171,8 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, in UpdateInput) (M
 		if newSettings != nil && !sameJSON(row.Settings, newSettings) {
 			p.Settings, fields = newSettings, append(fields, "settings")
 		}
-		if in.SetContextWindow && !sameInt(intPtr(row.ContextWindow), in.ContextWindow) {
-			p.ContextWindow, fields = int32Ptr(in.ContextWindow), append(fields, "context_window")
+		if in.SetContextWindow && !sameInt(dbx.Int(row.ContextWindow), in.ContextWindow) {
+			p.ContextWindow, fields = dbx.Int32(in.ContextWindow), append(fields, "context_window")
 		}
 		if in.Enabled != nil && *in.Enabled != row.Enabled {
 			p.Enabled, fields = *in.Enabled, append(fields, "enabled")
@@ -209,7 +209,7 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, c *auth.Caller, row
 	if err != nil {
 		return fmt.Errorf("model %s: settings: %w", row.Key, err)
 	}
-	if err := validateContextWindow(intPtr(p.ContextWindow), settings); err != nil {
+	if err := validateContextWindow(dbx.Int(p.ContextWindow), settings); err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(fields, func(f string) bool { return f == "provider_id" || f == "api" || f == "settings" }) {

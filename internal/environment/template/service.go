@@ -83,7 +83,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (T
 		row, err := s.q.EnvironmentTemplateInsert(ctx, tx, db.EnvironmentTemplateInsertParams{
 			ID: id.New(id.EnvironmentTemplate), WorkspaceID: c.WorkspaceID, ProviderID: in.ProviderID,
 			Name: in.Name, Description: in.Description, Config: cfg,
-			IdleStopSeconds: int32p(in.IdleStopSeconds), IdleDeleteSeconds: int32p(in.IdleDeleteSeconds),
+			IdleStopSeconds: dbx.Int32(in.IdleStopSeconds), IdleDeleteSeconds: dbx.Int32(in.IdleDeleteSeconds),
 			Labels: labels.Encode(in.Labels), Enabled: enabled, CreatedByID: c.PrincipalID,
 		})
 		if err != nil {
@@ -257,10 +257,10 @@ func changes(row db.EnvironmentTemplate, in UpdateInput, newCfg []byte) (db.Envi
 		}
 	}
 	if in.IdleStopSeconds.Present && !equalInt(row.IdleStopSeconds, in.IdleStopSeconds.Value) {
-		p.IdleStopSeconds, fields = int32p(in.IdleStopSeconds.Value), append(fields, fieldIdleStop)
+		p.IdleStopSeconds, fields = dbx.Int32(in.IdleStopSeconds.Value), append(fields, fieldIdleStop)
 	}
 	if in.IdleDeleteSeconds.Present && !equalInt(row.IdleDeleteSeconds, in.IdleDeleteSeconds.Value) {
-		p.IdleDeleteSeconds, fields = int32p(in.IdleDeleteSeconds.Value), append(fields, fieldIdleDelete)
+		p.IdleDeleteSeconds, fields = dbx.Int32(in.IdleDeleteSeconds.Value), append(fields, fieldIdleDelete)
 	}
 	if in.Labels != nil {
 		stored, err := labels.Decode(row.Labels)
@@ -281,7 +281,7 @@ func changes(row db.EnvironmentTemplate, in UpdateInput, newCfg []byte) (db.Envi
 // template's provider type. The provider never changes and may be disabled:
 // its type is read without a lock.
 func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, row db.EnvironmentTemplate, p db.EnvironmentTemplateUpdateParams) error {
-	if err := validateThresholds(intp(p.IdleStopSeconds), intp(p.IdleDeleteSeconds)); err != nil {
+	if err := validateThresholds(dbx.Int(p.IdleStopSeconds), dbx.Int(p.IdleDeleteSeconds)); err != nil {
 		return err
 	}
 	prv, err := s.q.ProviderTypeOf(ctx, tx, db.ProviderTypeOfParams{WorkspaceID: row.WorkspaceID, ID: row.ProviderID})
@@ -298,7 +298,7 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, row db.EnvironmentT
 	if err := jsonUnmarshal(p.Config, &cfg); err != nil {
 		return fmt.Errorf("environment template %s: config: %w", row.ID, err)
 	}
-	return s.validateForType(t, cfg, intp(p.IdleStopSeconds), intp(p.IdleDeleteSeconds))
+	return s.validateForType(t, cfg, dbx.Int(p.IdleStopSeconds), dbx.Int(p.IdleDeleteSeconds))
 }
 
 // validateForType checks a template's config against the type's environment

@@ -162,24 +162,6 @@ func canonical(cfg map[string]any) ([]byte, error) {
 	return raw, nil
 }
 
-// int32p narrows a validated threshold for storage.
-func int32p(v *int) *int32 {
-	if v == nil {
-		return nil
-	}
-	n := int32(*v)
-	return &n
-}
-
-// intp widens a stored threshold.
-func intp(v *int32) *int {
-	if v == nil {
-		return nil
-	}
-	n := int(*v)
-	return &n
-}
-
 // jsonUnmarshal decodes a stored JSON column; an empty one leaves v as it is.
 func jsonUnmarshal(raw []byte, v any) error {
 	if len(raw) == 0 {
