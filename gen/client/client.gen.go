@@ -1272,7 +1272,7 @@ type AppSlug = string
 
 // Approval A tool call that asked for a person's decision.
 type Approval struct {
-	// Arguments The call's arguments (JSON text
+	// Arguments The call's arguments (JSON text, as the model wrote them).
 	Arguments   string                       `json:"arguments"`
 	CallId      string                       `json:"call_id"`
 	DecidedAt   nullable.Nullable[time.Time] `json:"decided_at"`
