@@ -323,7 +323,7 @@ var swaggerSpec = []string{
 	"BsV9P1yfzM8+PE366TE7mZxOz2aP/+HSQgadtwiwS3TOseK9xguVrj19ejw+SU7TM/Z4cj79YfbkH0+v",
 	"a8l4W7x5BYDixAh2t6M6g85J/+T88Pj48OTk6rg/OH48OO33jk9Ozx6f/0epx7Tto86q/3AfVIFgPK3Q",
 	"cJjgiR2wWEq6b356Rk5PT59G5N3Vs4NW0761octuKmAzxHM5buyRtu5AKx8WplS10bWSQtmzh0ntW6Wh",
-	"ISUUj61sWOvqrX0sj5EGt7C1c9ynmgc5wHFqkSse3q4HWYabDqor5wz2O3Kt6/r9HQqz5vTDS7z3+Bii",
+	"ISUUj61sWOvqrX0sj5EGt7C1c9ynmgc5wHFqkSse3q4HWYabDqor5wz2O3Kt6/r9HQqz5vTDS7z3+ASi",
 	"Xe5TTceJOoXgfxTM/mwDKYFjea0lGhbI0JyVhymURs8LpcmC2ganKVtkcjnH48I/wOK0VZyXm2qzKrG8",
 	"sycbg3le4H4VtYR1w+pW7Vol3YaXI/MpFfxPqtdU134VmDr1gfokwoeBwfHr//AWhee0L2ZLVDJoQrmb",
 	"zjkoAynHhkh5IQQ4e244u20EJQaTNylyrpeA5o4UGTOas/yy0LOm+GUJ13H5+iW5ZsuIxOomGbnWLogA",

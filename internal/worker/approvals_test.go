@@ -50,7 +50,7 @@ var askScript = []llmtest.Turn{
 
 // approvalAgent is an agent of b's workspace on its model whose tool
 // policy is policy (JSON).
-func approvalAgent(t *testing.T, b *bundle, policy string) string {
+func approvalAgent(t testing.TB, b *bundle, policy string) string {
 	t.Helper()
 	agents := agent.NewService(b.pool, b.reg, refcheck.None{})
 	head, err := agents.Create(t.Context(), b.caller, revision.CreateInput{Name: "careful",
