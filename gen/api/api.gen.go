@@ -36,6 +36,24 @@ func (e AgentConfigContextStrategy) Valid() bool {
 	}
 }
 
+// Defines values for AgentConfigToolPolicyOnTimeout.
+const (
+	AgentConfigToolPolicyOnTimeoutDeny AgentConfigToolPolicyOnTimeout = "deny"
+	AgentConfigToolPolicyOnTimeoutFail AgentConfigToolPolicyOnTimeout = "fail"
+)
+
+// Valid indicates whether the value is a known member of the AgentConfigToolPolicyOnTimeout enum.
+func (e AgentConfigToolPolicyOnTimeout) Valid() bool {
+	switch e {
+	case AgentConfigToolPolicyOnTimeoutDeny:
+		return true
+	case AgentConfigToolPolicyOnTimeoutFail:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentContextStrategy.
 const (
 	AgentContextStrategySummarize AgentContextStrategy = "summarize"
@@ -54,6 +72,24 @@ func (e AgentContextStrategy) Valid() bool {
 	}
 }
 
+// Defines values for AgentToolPolicyInputOnTimeout.
+const (
+	AgentToolPolicyInputOnTimeoutDeny AgentToolPolicyInputOnTimeout = "deny"
+	AgentToolPolicyInputOnTimeoutFail AgentToolPolicyInputOnTimeout = "fail"
+)
+
+// Valid indicates whether the value is a known member of the AgentToolPolicyInputOnTimeout enum.
+func (e AgentToolPolicyInputOnTimeout) Valid() bool {
+	switch e {
+	case AgentToolPolicyInputOnTimeoutDeny:
+		return true
+	case AgentToolPolicyInputOnTimeoutFail:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentWebToolsOperations.
 const (
 	AgentWebToolsOperationsFetch  AgentWebToolsOperations = "fetch"
@@ -66,6 +102,87 @@ func (e AgentWebToolsOperations) Valid() bool {
 	case AgentWebToolsOperationsFetch:
 		return true
 	case AgentWebToolsOperationsSearch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalOnTimeout.
+const (
+	ApprovalOnTimeoutDeny ApprovalOnTimeout = "deny"
+	ApprovalOnTimeoutFail ApprovalOnTimeout = "fail"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalOnTimeout enum.
+func (e ApprovalOnTimeout) Valid() bool {
+	switch e {
+	case ApprovalOnTimeoutDeny:
+		return true
+	case ApprovalOnTimeoutFail:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalStatus.
+const (
+	ApprovalStatusApproved ApprovalStatus = "approved"
+	ApprovalStatusClosed   ApprovalStatus = "closed"
+	ApprovalStatusDenied   ApprovalStatus = "denied"
+	ApprovalStatusExpired  ApprovalStatus = "expired"
+	ApprovalStatusPending  ApprovalStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalStatus enum.
+func (e ApprovalStatus) Valid() bool {
+	switch e {
+	case ApprovalStatusApproved:
+		return true
+	case ApprovalStatusClosed:
+		return true
+	case ApprovalStatusDenied:
+		return true
+	case ApprovalStatusExpired:
+		return true
+	case ApprovalStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalDecidedEventDataDecision.
+const (
+	ApprovalDecidedEventDataDecisionApprove ApprovalDecidedEventDataDecision = "approve"
+	ApprovalDecidedEventDataDecisionDeny    ApprovalDecidedEventDataDecision = "deny"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalDecidedEventDataDecision enum.
+func (e ApprovalDecidedEventDataDecision) Valid() bool {
+	switch e {
+	case ApprovalDecidedEventDataDecisionApprove:
+		return true
+	case ApprovalDecidedEventDataDecisionDeny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalRequestedEventDataOnTimeout.
+const (
+	ApprovalRequestedEventDataOnTimeoutDeny ApprovalRequestedEventDataOnTimeout = "deny"
+	ApprovalRequestedEventDataOnTimeoutFail ApprovalRequestedEventDataOnTimeout = "fail"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalRequestedEventDataOnTimeout enum.
+func (e ApprovalRequestedEventDataOnTimeout) Valid() bool {
+	switch e {
+	case ApprovalRequestedEventDataOnTimeoutDeny:
+		return true
+	case ApprovalRequestedEventDataOnTimeoutFail:
 		return true
 	default:
 		return false
@@ -147,6 +264,24 @@ const (
 func (e CreatedInvitationDelivery) Valid() bool {
 	switch e {
 	case CreatedInvitationDeliveryQueued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DecideApprovalRequestDecision.
+const (
+	DecideApprovalRequestDecisionApprove DecideApprovalRequestDecision = "approve"
+	DecideApprovalRequestDecisionDeny    DecideApprovalRequestDecision = "deny"
+)
+
+// Valid indicates whether the value is a known member of the DecideApprovalRequestDecision enum.
+func (e DecideApprovalRequestDecision) Valid() bool {
+	switch e {
+	case DecideApprovalRequestDecisionApprove:
+		return true
+	case DecideApprovalRequestDecisionDeny:
 		return true
 	default:
 		return false
@@ -251,18 +386,24 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypeContextCompacted EventType = "context.compacted"
-	EventTypeError            EventType = "error"
-	EventTypeMessageCompleted EventType = "message.completed"
-	EventTypeMessageDelta     EventType = "message.delta"
-	EventTypeRunStatus        EventType = "run.status"
-	EventTypeToolCall         EventType = "tool.call"
-	EventTypeToolResult       EventType = "tool.result"
+	EventTypeApprovalDecided   EventType = "approval.decided"
+	EventTypeApprovalRequested EventType = "approval.requested"
+	EventTypeContextCompacted  EventType = "context.compacted"
+	EventTypeError             EventType = "error"
+	EventTypeMessageCompleted  EventType = "message.completed"
+	EventTypeMessageDelta      EventType = "message.delta"
+	EventTypeRunStatus         EventType = "run.status"
+	EventTypeToolCall          EventType = "tool.call"
+	EventTypeToolResult        EventType = "tool.result"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
+	case EventTypeApprovalDecided:
+		return true
+	case EventTypeApprovalRequested:
+		return true
 	case EventTypeContextCompacted:
 		return true
 	case EventTypeError:
@@ -622,6 +763,7 @@ const (
 	RunStatusFailed    RunStatus = "failed"
 	RunStatusRunning   RunStatus = "running"
 	RunStatusSucceeded RunStatus = "succeeded"
+	RunStatusWaiting   RunStatus = "waiting"
 )
 
 // Valid indicates whether the value is a known member of the RunStatus enum.
@@ -636,6 +778,8 @@ func (e RunStatus) Valid() bool {
 	case RunStatusRunning:
 		return true
 	case RunStatusSucceeded:
+		return true
+	case RunStatusWaiting:
 		return true
 	default:
 		return false
@@ -654,6 +798,27 @@ func (e ThreadStatus) Valid() bool {
 	case ThreadStatusIdle:
 		return true
 	case ThreadStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolDecision.
+const (
+	ToolDecisionAllow ToolDecision = "allow"
+	ToolDecisionAsk   ToolDecision = "ask"
+	ToolDecisionDeny  ToolDecision = "deny"
+)
+
+// Valid indicates whether the value is a known member of the ToolDecision enum.
+func (e ToolDecision) Valid() bool {
+	switch e {
+	case ToolDecisionAllow:
+		return true
+	case ToolDecisionAsk:
+		return true
+	case ToolDecisionDeny:
 		return true
 	default:
 		return false
@@ -716,6 +881,7 @@ const (
 	WebhookEventTypeRunFailed              WebhookEventType = "run.failed"
 	WebhookEventTypeRunStarted             WebhookEventType = "run.started"
 	WebhookEventTypeRunSucceeded           WebhookEventType = "run.succeeded"
+	WebhookEventTypeRunWaiting             WebhookEventType = "run.waiting"
 	WebhookEventTypeSkillRevisionPublished WebhookEventType = "skill.revision_published"
 	WebhookEventTypeThreadIdle             WebhookEventType = "thread.idle"
 )
@@ -740,6 +906,8 @@ func (e WebhookEventType) Valid() bool {
 	case WebhookEventTypeRunStarted:
 		return true
 	case WebhookEventTypeRunSucceeded:
+		return true
+	case WebhookEventTypeRunWaiting:
 		return true
 	case WebhookEventTypeSkillRevisionPublished:
 		return true
@@ -854,7 +1022,7 @@ type Agent struct {
 
 // AgentConfig A stored agent configuration, normalized from `AgentConfigInput`.
 //
-// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tool_policy":{"approval_timeout_seconds":null,"on_timeout":"deny","tools":{"web_fetch":"ask"},"toolsets":{}},"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
 type AgentConfig struct {
 	Context *struct {
 		Strategy AgentConfigContextStrategy `json:"strategy"`
@@ -871,8 +1039,14 @@ type AgentConfig struct {
 		RevisionId nullable.Nullable[string] `json:"revision_id"`
 		SkillId    string                    `json:"skill_id"`
 	} `json:"skills"`
-	Subagents []AgentSubagentRef `json:"subagents"`
-	Tools     struct {
+	Subagents  []AgentSubagentRef `json:"subagents"`
+	ToolPolicy *struct {
+		ApprovalTimeoutSeconds nullable.Nullable[int]         `json:"approval_timeout_seconds"`
+		OnTimeout              AgentConfigToolPolicyOnTimeout `json:"on_timeout"`
+		Tools                  map[string]ToolDecision        `json:"tools"`
+		Toolsets               map[string]ToolDecision        `json:"toolsets"`
+	} `json:"tool_policy,omitempty"`
+	Tools struct {
 		Connections []struct {
 			Actions      nullable.Nullable[[]string] `json:"actions"`
 			ConnectionId string                      `json:"connection_id"`
@@ -889,6 +1063,9 @@ type AgentConfig struct {
 
 // AgentConfigContextStrategy defines model for AgentConfig.Context.Strategy.
 type AgentConfigContextStrategy string
+
+// AgentConfigToolPolicyOnTimeout defines model for AgentConfig.ToolPolicy.OnTimeout.
+type AgentConfigToolPolicyOnTimeout string
 
 // AgentConfigInput An agent configuration as sent. Members left out take their defaults; the stored
 // revision shows the normalized form (`AgentConfig`), with every member present, web
@@ -920,7 +1097,22 @@ type AgentConfigInput struct {
 
 	// Subagents Agents of the workspace this agent may delegate to; not itself, none archived.
 	Subagents *[]AgentSubagentRef `json:"subagents,omitempty"`
-	Tools     *AgentToolsInput    `json:"tools,omitempty"`
+
+	// ToolPolicy Which tool calls need a person's approval (docs/decisions/0052-tool-approvals.md):
+	// per toolset (`web`, `environment`, `memory`, `connection`, `subagent`) and per tool
+	// name (as the model sees it: `web_search`, `run_command`, an action's tool, `agent_<name>`),
+	// `allow` (called at once: the default), `ask` (the call waits for
+	// `POST /api/v1/runs/{run_id}/approvals`; the run shows `waiting` meanwhile) or `deny`
+	// (never called; the model is told). A tool's own entry wins over its toolset's.
+	// `approval_timeout_seconds` (null: the deployment's `worker.approval_timeout_seconds`)
+	// bounds the wait; after it the call is denied (`on_timeout: deny`) or the run fails
+	// with `approval_timeout` (`fail`). Time spent waiting does not count against
+	// `limits.timeout_seconds`.
+	//
+	//
+	// Example: {"approval_timeout_seconds":3600,"on_timeout":"deny","tools":{"GITHUB_DELETE_REPO":"deny","web_fetch":"allow"},"toolsets":{"environment":"ask"}}
+	ToolPolicy *AgentToolPolicyInput `json:"tool_policy,omitempty"`
+	Tools      *AgentToolsInput      `json:"tools,omitempty"`
 }
 
 // AgentConnectionToolsInput defines model for AgentConnectionToolsInput.
@@ -982,7 +1174,7 @@ type AgentRevision struct {
 
 	// Config A stored agent configuration, normalized from `AgentConfigInput`.
 	//
-	// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+	// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tool_policy":{"approval_timeout_seconds":null,"on_timeout":"deny","tools":{"web_fetch":"ask"},"toolsets":{}},"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
 	Config AgentConfig `json:"config"`
 
 	// ContentHash `sha256:` and the SHA-256 of the canonical JSON of the normalized `config` (object
@@ -1020,6 +1212,34 @@ type AgentSubagentRef struct {
 	AgentId string `json:"agent_id"`
 }
 
+// AgentToolPolicyInput Which tool calls need a person's approval (docs/decisions/0052-tool-approvals.md):
+// per toolset (`web`, `environment`, `memory`, `connection`, `subagent`) and per tool
+// name (as the model sees it: `web_search`, `run_command`, an action's tool, `agent_<name>`),
+// `allow` (called at once: the default), `ask` (the call waits for
+// `POST /api/v1/runs/{run_id}/approvals`; the run shows `waiting` meanwhile) or `deny`
+// (never called; the model is told). A tool's own entry wins over its toolset's.
+// `approval_timeout_seconds` (null: the deployment's `worker.approval_timeout_seconds`)
+// bounds the wait; after it the call is denied (`on_timeout: deny`) or the run fails
+// with `approval_timeout` (`fail`). Time spent waiting does not count against
+// `limits.timeout_seconds`.
+//
+// Example: {"approval_timeout_seconds":3600,"on_timeout":"deny","tools":{"GITHUB_DELETE_REPO":"deny","web_fetch":"allow"},"toolsets":{"environment":"ask"}}
+type AgentToolPolicyInput struct {
+	ApprovalTimeoutSeconds nullable.Nullable[int]         `json:"approval_timeout_seconds,omitempty"`
+	OnTimeout              *AgentToolPolicyInputOnTimeout `json:"on_timeout,omitempty"`
+	Tools                  *map[string]ToolDecision       `json:"tools,omitempty"`
+	Toolsets               *struct {
+		Connection  *ToolDecision `json:"connection,omitempty"`
+		Environment *ToolDecision `json:"environment,omitempty"`
+		Memory      *ToolDecision `json:"memory,omitempty"`
+		Subagent    *ToolDecision `json:"subagent,omitempty"`
+		Web         *ToolDecision `json:"web,omitempty"`
+	} `json:"toolsets,omitempty"`
+}
+
+// AgentToolPolicyInputOnTimeout defines model for AgentToolPolicyInput.OnTimeout.
+type AgentToolPolicyInputOnTimeout string
+
 // AgentToolsInput defines model for AgentToolsInput.
 type AgentToolsInput struct {
 	Connections *[]AgentConnectionToolsInput `json:"connections,omitempty"`
@@ -1048,6 +1268,68 @@ type AgentWebToolsOperations string
 //
 // Example: github
 type AppSlug = string
+
+// Approval A tool call that asked for a person's decision.
+type Approval struct {
+	// Arguments The call's arguments (JSON text, as the model wrote them).
+	Arguments   string                       `json:"arguments"`
+	CallId      string                       `json:"call_id"`
+	DecidedAt   nullable.Nullable[time.Time] `json:"decided_at"`
+	DecidedById nullable.Nullable[string]    `json:"decided_by_id"`
+	ExpiresAt   time.Time                    `json:"expires_at"`
+	Message     nullable.Nullable[string]    `json:"message"`
+
+	// Name The tool's name.
+	Name        string            `json:"name"`
+	OnTimeout   ApprovalOnTimeout `json:"on_timeout"`
+	RequestedAt time.Time         `json:"requested_at"`
+
+	// RunId The run whose call it is: the run asked about, or a subagent's run below it.
+	RunId string `json:"run_id"`
+
+	// Status `expired`: nobody decided in time; `closed`: the run ended first.
+	Status   ApprovalStatus `json:"status"`
+	ThreadId string         `json:"thread_id"`
+}
+
+// ApprovalOnTimeout defines model for Approval.OnTimeout.
+type ApprovalOnTimeout string
+
+// ApprovalStatus `expired`: nobody decided in time; `closed`: the run ended first.
+type ApprovalStatus string
+
+// ApprovalDecidedEventData `approval.decided`: a person approved or denied a waiting call (`decided_by` names
+// them), or nobody did in time (`timed_out`, `decided_by` null, `decision` deny).
+type ApprovalDecidedEventData struct {
+	CallId    string                           `json:"call_id"`
+	DecidedBy nullable.Nullable[string]        `json:"decided_by"`
+	Decision  ApprovalDecidedEventDataDecision `json:"decision"`
+	Message   nullable.Nullable[string]        `json:"message"`
+	Name      string                           `json:"name"`
+	TimedOut  bool                             `json:"timed_out"`
+}
+
+// ApprovalDecidedEventDataDecision defines model for ApprovalDecidedEventData.Decision.
+type ApprovalDecidedEventDataDecision string
+
+// ApprovalList defines model for ApprovalList.
+type ApprovalList struct {
+	Items []Approval `json:"items"`
+}
+
+// ApprovalRequestedEventData `approval.requested`: a tool call waits for a person's decision (the agent's tool
+// policy says `ask`); the run waits meanwhile. After `timeout_seconds` without one,
+// the call is denied (`on_timeout: deny`) or the run fails (`fail`).
+type ApprovalRequestedEventData struct {
+	Arguments      string                              `json:"arguments"`
+	CallId         string                              `json:"call_id"`
+	Name           string                              `json:"name"`
+	OnTimeout      ApprovalRequestedEventDataOnTimeout `json:"on_timeout"`
+	TimeoutSeconds int                                 `json:"timeout_seconds"`
+}
+
+// ApprovalRequestedEventDataOnTimeout defines model for ApprovalRequestedEventData.OnTimeout.
+type ApprovalRequestedEventDataOnTimeout string
 
 // Asset defines model for Asset.
 type Asset struct {
@@ -1526,6 +1808,19 @@ type CreatedWorkspace struct {
 	ApiKey    string    `json:"api_key"`
 	Workspace Workspace `json:"workspace"`
 }
+
+// DecideApprovalRequest Example: {"call_id":"call_8f2k","decision":"deny","message":"Not on production; use the staging database."}
+type DecideApprovalRequest struct {
+	// CallId The id of the waiting call (`approval.requested`'s `call_id`).
+	CallId   string                        `json:"call_id"`
+	Decision DecideApprovalRequestDecision `json:"decision"`
+
+	// Message Why; a denied call's model reads it.
+	Message *string `json:"message,omitempty"`
+}
+
+// DecideApprovalRequestDecision defines model for DecideApprovalRequest.Decision.
+type DecideApprovalRequestDecision string
 
 // Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
 type Description = string
@@ -2225,14 +2520,17 @@ type Run struct {
 
 	// StartedAt When the first attempt began.
 	StartedAt nullable.Nullable[time.Time] `json:"started_at"`
-	Status    RunStatus                    `json:"status"`
-	ThreadId  string                       `json:"thread_id"`
-	Usage     RunUsage                     `json:"usage"`
+
+	// Status `waiting`: the run holds no worker slot until a person decides on a tool call of it
+	// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
+	Status   RunStatus `json:"status"`
+	ThreadId string    `json:"thread_id"`
+	Usage    RunUsage  `json:"usage"`
 }
 
 // RunError Why the run failed or was cancelled.
 type RunError struct {
-	// Code `model_error`, `limit_exceeded`, `output_limit` (a model answer outgrew `limits.model_output_bytes`, `limits.tool_arguments_bytes` or its `max_output_tokens`), `attempts_exhausted`, `disabled`, `unavailable`, `internal` or `cancelled`.
+	// Code `model_error`, `limit_exceeded`, `output_limit` (a model answer outgrew `limits.model_output_bytes`, `limits.tool_arguments_bytes` or its `max_output_tokens`), `attempts_exhausted`, `disabled`, `approval_timeout` (nobody decided on a tool call in time and the agent's `tool_policy.on_timeout` is `fail`), `unavailable`, `internal` or `cancelled`.
 	//
 	// Example: model_error
 	Code    string `json:"code"`
@@ -2245,14 +2543,18 @@ type RunPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
-// RunStatus defines model for RunStatus.
+// RunStatus `waiting`: the run holds no worker slot until a person decides on a tool call of it
+// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
 type RunStatus string
 
 // RunStatusEventData `run.status`: the run's new status; `attempt` is the attempt number while running.
 type RunStatusEventData struct {
 	Attempt nullable.Nullable[int]      `json:"attempt"`
 	Error   nullable.Nullable[RunError] `json:"error"`
-	Status  RunStatus                   `json:"status"`
+
+	// Status `waiting`: the run holds no worker slot until a person decides on a tool call of it
+	// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
+	Status RunStatus `json:"status"`
 }
 
 // RunUsage defines model for RunUsage.
@@ -2485,6 +2787,9 @@ type ToolCallEventData struct {
 	CallId    string `json:"call_id"`
 	Name      string `json:"name"`
 }
+
+// ToolDecision defines model for ToolDecision.
+type ToolDecision string
 
 // ToolResultEventData `tool.result`: what a tool answered.
 type ToolResultEventData struct {
@@ -3555,6 +3860,22 @@ type StartRunParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// DecideRunApprovalParams defines parameters for DecideRunApproval.
+type DecideRunApprovalParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CancelRunParams defines parameters for CancelRun.
 type CancelRunParams struct {
 	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
@@ -3934,6 +4255,9 @@ type CreateOrganizationInvitationJSONRequestBody = CreateInvitationRequest
 // StartRunJSONRequestBody defines body for StartRun for application/json ContentType.
 type StartRunJSONRequestBody = StartRunRequest
 
+// DecideRunApprovalJSONRequestBody defines body for DecideRunApproval for application/json ContentType.
+type DecideRunApprovalJSONRequestBody = DecideApprovalRequest
+
 // CreateSkillJSONRequestBody defines body for CreateSkill for application/json ContentType.
 type CreateSkillJSONRequestBody = CreateSkillRequest
 
@@ -4116,6 +4440,58 @@ func (t *Event_Data) FromContextCompactedEventData(v ContextCompactedEventData) 
 
 // MergeContextCompactedEventData performs a merge with any union data inside the Event_Data, using the provided ContextCompactedEventData
 func (t *Event_Data) MergeContextCompactedEventData(v ContextCompactedEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsApprovalRequestedEventData returns the union data inside the Event_Data as a ApprovalRequestedEventData
+func (t Event_Data) AsApprovalRequestedEventData() (ApprovalRequestedEventData, error) {
+	var body ApprovalRequestedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromApprovalRequestedEventData overwrites any union data inside the Event_Data as the provided ApprovalRequestedEventData
+func (t *Event_Data) FromApprovalRequestedEventData(v ApprovalRequestedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeApprovalRequestedEventData performs a merge with any union data inside the Event_Data, using the provided ApprovalRequestedEventData
+func (t *Event_Data) MergeApprovalRequestedEventData(v ApprovalRequestedEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsApprovalDecidedEventData returns the union data inside the Event_Data as a ApprovalDecidedEventData
+func (t Event_Data) AsApprovalDecidedEventData() (ApprovalDecidedEventData, error) {
+	var body ApprovalDecidedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromApprovalDecidedEventData overwrites any union data inside the Event_Data as the provided ApprovalDecidedEventData
+func (t *Event_Data) FromApprovalDecidedEventData(v ApprovalDecidedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeApprovalDecidedEventData performs a merge with any union data inside the Event_Data, using the provided ApprovalDecidedEventData
+func (t *Event_Data) MergeApprovalDecidedEventData(v ApprovalDecidedEventData) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -4398,6 +4774,12 @@ type ServerInterface interface {
 	// GetRun Read a run
 	// (GET /api/v1/runs/{run_id})
 	GetRun(ctx echo.Context, runId RunId) error
+	// ListRunApprovals List the tool calls of a run that wait for a decision
+	// (GET /api/v1/runs/{run_id}/approvals)
+	ListRunApprovals(ctx echo.Context, runId RunId) error
+	// DecideRunApproval Approve or deny a tool call that waits for a decision
+	// (POST /api/v1/runs/{run_id}/approvals)
+	DecideRunApproval(ctx echo.Context, runId RunId, params DecideRunApprovalParams) error
 	// ListRunAttempts List a run's attempts
 	// (GET /api/v1/runs/{run_id}/attempts)
 	ListRunAttempts(ctx echo.Context, runId RunId) error
@@ -6743,6 +7125,58 @@ func (w *ServerInterfaceWrapper) GetRun(ctx echo.Context) error {
 	return err
 }
 
+// ListRunApprovals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRunApprovals(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runId RunId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRunApprovals(ctx, runId)
+	return err
+}
+
+// DecideRunApproval converts echo context to params.
+func (w *ServerInterfaceWrapper) DecideRunApproval(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runId RunId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DecideRunApprovalParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DecideRunApproval(ctx, runId, params)
+	return err
+}
+
 // ListRunAttempts converts echo context to params.
 func (w *ServerInterfaceWrapper) ListRunAttempts(ctx echo.Context) error {
 	var err error
@@ -7998,6 +8432,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/runs", wrapper.StartRun, options.OperationMiddlewares["startRun"]...)
 	router.GET(options.BaseURL+"/api/v1/runs/:run_id", wrapper.GetRun, options.OperationMiddlewares["getRun"]...)
 	router.GET(options.BaseURL+"/api/v1/runs/:run_id/attempts", wrapper.ListRunAttempts, options.OperationMiddlewares["listRunAttempts"]...)
+	router.GET(options.BaseURL+"/api/v1/runs/:run_id/approvals", wrapper.ListRunApprovals, options.OperationMiddlewares["listRunApprovals"]...)
+	router.POST(options.BaseURL+"/api/v1/runs/:run_id/approvals", wrapper.DecideRunApproval, options.OperationMiddlewares["decideRunApproval"]...)
 	router.POST(options.BaseURL+"/api/v1/runs/:run_id/cancel", wrapper.CancelRun, options.OperationMiddlewares["cancelRun"]...)
 
 }
@@ -21179,6 +21615,340 @@ func (response GetRun503JSONResponse) VisitGetRunResponse(w http.ResponseWriter)
 	return err
 }
 
+type ListRunApprovalsRequestObject struct {
+	RunId RunId `json:"run_id"`
+}
+
+type ListRunApprovalsResponseObject interface {
+	VisitListRunApprovalsResponse(w http.ResponseWriter) error
+}
+
+type ListRunApprovals200JSONResponse ApprovalList
+
+func (response ListRunApprovals200JSONResponse) VisitListRunApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunApprovals400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRunApprovals400JSONResponse) VisitListRunApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunApprovals401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListRunApprovals401JSONResponse) VisitListRunApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunApprovals403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response ListRunApprovals403JSONResponse) VisitListRunApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunApprovals404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRunApprovals404JSONResponse) VisitListRunApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunApprovals406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response ListRunApprovals406JSONResponse) VisitListRunApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunApprovals429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListRunApprovals429JSONResponse) VisitListRunApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunApprovals500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListRunApprovals500JSONResponse) VisitListRunApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunApprovals503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListRunApprovals503JSONResponse) VisitListRunApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApprovalRequestObject struct {
+	RunId  RunId `json:"run_id"`
+	Params DecideRunApprovalParams
+	Body   *DecideRunApprovalJSONRequestBody
+}
+
+type DecideRunApprovalResponseObject interface {
+	VisitDecideRunApprovalResponse(w http.ResponseWriter) error
+}
+
+type DecideRunApproval200JSONResponse Approval
+
+func (response DecideRunApproval200JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DecideRunApproval400JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DecideRunApproval401JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval403JSONResponse struct{ PermissionDeniedJSONResponse }
+
+func (response DecideRunApproval403JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DecideRunApproval404JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval406JSONResponse struct{ NotAcceptableJSONResponse }
+
+func (response DecideRunApproval406JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response DecideRunApproval408JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DecideRunApproval409JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response DecideRunApproval413JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response DecideRunApproval415JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response DecideRunApproval429JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval500JSONResponse struct{ InternalJSONResponse }
+
+func (response DecideRunApproval500JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideRunApproval503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DecideRunApproval503JSONResponse) VisitDecideRunApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRunAttemptsRequestObject struct {
 	RunId RunId `json:"run_id"`
 }
@@ -27495,6 +28265,12 @@ type StrictServerInterface interface {
 	// GetRun Read a run
 	// (GET /api/v1/runs/{run_id})
 	GetRun(ctx context.Context, request GetRunRequestObject) (GetRunResponseObject, error)
+	// ListRunApprovals List the tool calls of a run that wait for a decision
+	// (GET /api/v1/runs/{run_id}/approvals)
+	ListRunApprovals(ctx context.Context, request ListRunApprovalsRequestObject) (ListRunApprovalsResponseObject, error)
+	// DecideRunApproval Approve or deny a tool call that waits for a decision
+	// (POST /api/v1/runs/{run_id}/approvals)
+	DecideRunApproval(ctx context.Context, request DecideRunApprovalRequestObject) (DecideRunApprovalResponseObject, error)
 	// ListRunAttempts List a run's attempts
 	// (GET /api/v1/runs/{run_id}/attempts)
 	ListRunAttempts(ctx context.Context, request ListRunAttemptsRequestObject) (ListRunAttemptsResponseObject, error)
@@ -30147,6 +30923,80 @@ func (sh *strictHandler) GetRun(ctx echo.Context, runId RunId) error {
 		return err
 	} else if validResponse, ok := response.(GetRunResponseObject); ok {
 		return validResponse.VisitGetRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListRunApprovals operation middleware
+func (sh *strictHandler) ListRunApprovals(ctx echo.Context, runId RunId) error {
+	var request ListRunApprovalsRequestObject
+
+	request.RunId = runId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRunApprovals(ctx.Request().Context(), request.(ListRunApprovalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRunApprovals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRunApprovalsResponseObject); ok {
+		return validResponse.VisitListRunApprovalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DecideRunApproval operation middleware
+func (sh *strictHandler) DecideRunApproval(ctx echo.Context, runId RunId, params DecideRunApprovalParams) error {
+	var request DecideRunApprovalRequestObject
+
+	request.RunId = runId
+	request.Params = params
+
+	var body DecideRunApprovalJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DecideRunApproval(ctx.Request().Context(), request.(DecideRunApprovalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DecideRunApproval")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DecideRunApprovalResponseObject); ok {
+		return validResponse.VisitDecideRunApprovalResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

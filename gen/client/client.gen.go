@@ -37,6 +37,24 @@ func (e AgentConfigContextStrategy) Valid() bool {
 	}
 }
 
+// Defines values for AgentConfigToolPolicyOnTimeout.
+const (
+	AgentConfigToolPolicyOnTimeoutDeny AgentConfigToolPolicyOnTimeout = "deny"
+	AgentConfigToolPolicyOnTimeoutFail AgentConfigToolPolicyOnTimeout = "fail"
+)
+
+// Valid indicates whether the value is a known member of the AgentConfigToolPolicyOnTimeout enum.
+func (e AgentConfigToolPolicyOnTimeout) Valid() bool {
+	switch e {
+	case AgentConfigToolPolicyOnTimeoutDeny:
+		return true
+	case AgentConfigToolPolicyOnTimeoutFail:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentContextStrategy.
 const (
 	AgentContextStrategySummarize AgentContextStrategy = "summarize"
@@ -55,6 +73,24 @@ func (e AgentContextStrategy) Valid() bool {
 	}
 }
 
+// Defines values for AgentToolPolicyInputOnTimeout.
+const (
+	AgentToolPolicyInputOnTimeoutDeny AgentToolPolicyInputOnTimeout = "deny"
+	AgentToolPolicyInputOnTimeoutFail AgentToolPolicyInputOnTimeout = "fail"
+)
+
+// Valid indicates whether the value is a known member of the AgentToolPolicyInputOnTimeout enum.
+func (e AgentToolPolicyInputOnTimeout) Valid() bool {
+	switch e {
+	case AgentToolPolicyInputOnTimeoutDeny:
+		return true
+	case AgentToolPolicyInputOnTimeoutFail:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentWebToolsOperations.
 const (
 	AgentWebToolsOperationsFetch  AgentWebToolsOperations = "fetch"
@@ -67,6 +103,87 @@ func (e AgentWebToolsOperations) Valid() bool {
 	case AgentWebToolsOperationsFetch:
 		return true
 	case AgentWebToolsOperationsSearch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalOnTimeout.
+const (
+	ApprovalOnTimeoutDeny ApprovalOnTimeout = "deny"
+	ApprovalOnTimeoutFail ApprovalOnTimeout = "fail"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalOnTimeout enum.
+func (e ApprovalOnTimeout) Valid() bool {
+	switch e {
+	case ApprovalOnTimeoutDeny:
+		return true
+	case ApprovalOnTimeoutFail:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalStatus.
+const (
+	ApprovalStatusApproved ApprovalStatus = "approved"
+	ApprovalStatusClosed   ApprovalStatus = "closed"
+	ApprovalStatusDenied   ApprovalStatus = "denied"
+	ApprovalStatusExpired  ApprovalStatus = "expired"
+	ApprovalStatusPending  ApprovalStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalStatus enum.
+func (e ApprovalStatus) Valid() bool {
+	switch e {
+	case ApprovalStatusApproved:
+		return true
+	case ApprovalStatusClosed:
+		return true
+	case ApprovalStatusDenied:
+		return true
+	case ApprovalStatusExpired:
+		return true
+	case ApprovalStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalDecidedEventDataDecision.
+const (
+	ApprovalDecidedEventDataDecisionApprove ApprovalDecidedEventDataDecision = "approve"
+	ApprovalDecidedEventDataDecisionDeny    ApprovalDecidedEventDataDecision = "deny"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalDecidedEventDataDecision enum.
+func (e ApprovalDecidedEventDataDecision) Valid() bool {
+	switch e {
+	case ApprovalDecidedEventDataDecisionApprove:
+		return true
+	case ApprovalDecidedEventDataDecisionDeny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalRequestedEventDataOnTimeout.
+const (
+	ApprovalRequestedEventDataOnTimeoutDeny ApprovalRequestedEventDataOnTimeout = "deny"
+	ApprovalRequestedEventDataOnTimeoutFail ApprovalRequestedEventDataOnTimeout = "fail"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalRequestedEventDataOnTimeout enum.
+func (e ApprovalRequestedEventDataOnTimeout) Valid() bool {
+	switch e {
+	case ApprovalRequestedEventDataOnTimeoutDeny:
+		return true
+	case ApprovalRequestedEventDataOnTimeoutFail:
 		return true
 	default:
 		return false
@@ -148,6 +265,24 @@ const (
 func (e CreatedInvitationDelivery) Valid() bool {
 	switch e {
 	case CreatedInvitationDeliveryQueued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DecideApprovalRequestDecision.
+const (
+	DecideApprovalRequestDecisionApprove DecideApprovalRequestDecision = "approve"
+	DecideApprovalRequestDecisionDeny    DecideApprovalRequestDecision = "deny"
+)
+
+// Valid indicates whether the value is a known member of the DecideApprovalRequestDecision enum.
+func (e DecideApprovalRequestDecision) Valid() bool {
+	switch e {
+	case DecideApprovalRequestDecisionApprove:
+		return true
+	case DecideApprovalRequestDecisionDeny:
 		return true
 	default:
 		return false
@@ -252,18 +387,24 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypeContextCompacted EventType = "context.compacted"
-	EventTypeError            EventType = "error"
-	EventTypeMessageCompleted EventType = "message.completed"
-	EventTypeMessageDelta     EventType = "message.delta"
-	EventTypeRunStatus        EventType = "run.status"
-	EventTypeToolCall         EventType = "tool.call"
-	EventTypeToolResult       EventType = "tool.result"
+	EventTypeApprovalDecided   EventType = "approval.decided"
+	EventTypeApprovalRequested EventType = "approval.requested"
+	EventTypeContextCompacted  EventType = "context.compacted"
+	EventTypeError             EventType = "error"
+	EventTypeMessageCompleted  EventType = "message.completed"
+	EventTypeMessageDelta      EventType = "message.delta"
+	EventTypeRunStatus         EventType = "run.status"
+	EventTypeToolCall          EventType = "tool.call"
+	EventTypeToolResult        EventType = "tool.result"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
+	case EventTypeApprovalDecided:
+		return true
+	case EventTypeApprovalRequested:
+		return true
 	case EventTypeContextCompacted:
 		return true
 	case EventTypeError:
@@ -623,6 +764,7 @@ const (
 	RunStatusFailed    RunStatus = "failed"
 	RunStatusRunning   RunStatus = "running"
 	RunStatusSucceeded RunStatus = "succeeded"
+	RunStatusWaiting   RunStatus = "waiting"
 )
 
 // Valid indicates whether the value is a known member of the RunStatus enum.
@@ -637,6 +779,8 @@ func (e RunStatus) Valid() bool {
 	case RunStatusRunning:
 		return true
 	case RunStatusSucceeded:
+		return true
+	case RunStatusWaiting:
 		return true
 	default:
 		return false
@@ -655,6 +799,27 @@ func (e ThreadStatus) Valid() bool {
 	case ThreadStatusIdle:
 		return true
 	case ThreadStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolDecision.
+const (
+	ToolDecisionAllow ToolDecision = "allow"
+	ToolDecisionAsk   ToolDecision = "ask"
+	ToolDecisionDeny  ToolDecision = "deny"
+)
+
+// Valid indicates whether the value is a known member of the ToolDecision enum.
+func (e ToolDecision) Valid() bool {
+	switch e {
+	case ToolDecisionAllow:
+		return true
+	case ToolDecisionAsk:
+		return true
+	case ToolDecisionDeny:
 		return true
 	default:
 		return false
@@ -717,6 +882,7 @@ const (
 	WebhookEventTypeRunFailed              WebhookEventType = "run.failed"
 	WebhookEventTypeRunStarted             WebhookEventType = "run.started"
 	WebhookEventTypeRunSucceeded           WebhookEventType = "run.succeeded"
+	WebhookEventTypeRunWaiting             WebhookEventType = "run.waiting"
 	WebhookEventTypeSkillRevisionPublished WebhookEventType = "skill.revision_published"
 	WebhookEventTypeThreadIdle             WebhookEventType = "thread.idle"
 )
@@ -741,6 +907,8 @@ func (e WebhookEventType) Valid() bool {
 	case WebhookEventTypeRunStarted:
 		return true
 	case WebhookEventTypeRunSucceeded:
+		return true
+	case WebhookEventTypeRunWaiting:
 		return true
 	case WebhookEventTypeSkillRevisionPublished:
 		return true
@@ -855,7 +1023,7 @@ type Agent struct {
 
 // AgentConfig A stored agent configuration, normalized from `AgentConfigInput`.
 //
-// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tool_policy":{"approval_timeout_seconds":null,"on_timeout":"deny","tools":{"web_fetch":"ask"},"toolsets":{}},"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
 type AgentConfig struct {
 	Context *struct {
 		Strategy AgentConfigContextStrategy `json:"strategy"`
@@ -872,8 +1040,14 @@ type AgentConfig struct {
 		RevisionId nullable.Nullable[string] `json:"revision_id"`
 		SkillId    string                    `json:"skill_id"`
 	} `json:"skills"`
-	Subagents []AgentSubagentRef `json:"subagents"`
-	Tools     struct {
+	Subagents  []AgentSubagentRef `json:"subagents"`
+	ToolPolicy *struct {
+		ApprovalTimeoutSeconds nullable.Nullable[int]         `json:"approval_timeout_seconds"`
+		OnTimeout              AgentConfigToolPolicyOnTimeout `json:"on_timeout"`
+		Tools                  map[string]ToolDecision        `json:"tools"`
+		Toolsets               map[string]ToolDecision        `json:"toolsets"`
+	} `json:"tool_policy,omitempty"`
+	Tools struct {
 		Connections []struct {
 			Actions      nullable.Nullable[[]string] `json:"actions"`
 			ConnectionId string                      `json:"connection_id"`
@@ -890,6 +1064,9 @@ type AgentConfig struct {
 
 // AgentConfigContextStrategy defines model for AgentConfig.Context.Strategy.
 type AgentConfigContextStrategy string
+
+// AgentConfigToolPolicyOnTimeout defines model for AgentConfig.ToolPolicy.OnTimeout.
+type AgentConfigToolPolicyOnTimeout string
 
 // AgentConfigInput An agent configuration as sent. Members left out take their defaults; the stored
 // revision shows the normalized form (`AgentConfig`), with every member present, web
@@ -921,7 +1098,22 @@ type AgentConfigInput struct {
 
 	// Subagents Agents of the workspace this agent may delegate to; not itself, none archived.
 	Subagents *[]AgentSubagentRef `json:"subagents,omitempty"`
-	Tools     *AgentToolsInput    `json:"tools,omitempty"`
+
+	// ToolPolicy Which tool calls need a person's approval (docs/decisions/0052-tool-approvals.md):
+	// per toolset (`web`, `environment`, `memory`, `connection`, `subagent`) and per tool
+	// name (as the model sees it: `web_search`, `run_command`, an action's tool, `agent_<name>`),
+	// `allow` (called at once: the default), `ask` (the call waits for
+	// `POST /api/v1/runs/{run_id}/approvals`; the run shows `waiting` meanwhile) or `deny`
+	// (never called; the model is told). A tool's own entry wins over its toolset's.
+	// `approval_timeout_seconds` (null: the deployment's `worker.approval_timeout_seconds`)
+	// bounds the wait; after it the call is denied (`on_timeout: deny`) or the run fails
+	// with `approval_timeout` (`fail`). Time spent waiting does not count against
+	// `limits.timeout_seconds`.
+	//
+	//
+	// Example: {"approval_timeout_seconds":3600,"on_timeout":"deny","tools":{"GITHUB_DELETE_REPO":"deny","web_fetch":"allow"},"toolsets":{"environment":"ask"}}
+	ToolPolicy *AgentToolPolicyInput `json:"tool_policy,omitempty"`
+	Tools      *AgentToolsInput      `json:"tools,omitempty"`
 }
 
 // AgentConnectionToolsInput defines model for AgentConnectionToolsInput.
@@ -983,7 +1175,7 @@ type AgentRevision struct {
 
 	// Config A stored agent configuration, normalized from `AgentConfigInput`.
 	//
-	// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
+	// Example: {"context":{"strategy":"summarize"},"instructions":"You triage support tickets.","limits":{"max_steps":100,"max_tokens":1000000,"timeout_seconds":3600},"memories":[],"model":"gpt-4.1-mini","skills":[{"revision_id":null,"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"subagents":[],"tool_policy":{"approval_timeout_seconds":null,"on_timeout":"deny","tools":{"web_fetch":"ask"},"toolsets":{}},"tools":{"connections":[{"actions":null,"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"environment":null,"web":{"operations":["fetch","search"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
 	Config AgentConfig `json:"config"`
 
 	// ContentHash `sha256:` and the SHA-256 of the canonical JSON of the normalized `config` (object
@@ -1021,6 +1213,34 @@ type AgentSubagentRef struct {
 	AgentId string `json:"agent_id"`
 }
 
+// AgentToolPolicyInput Which tool calls need a person's approval (docs/decisions/0052-tool-approvals.md):
+// per toolset (`web`, `environment`, `memory`, `connection`, `subagent`) and per tool
+// name (as the model sees it: `web_search`, `run_command`, an action's tool, `agent_<name>`),
+// `allow` (called at once: the default), `ask` (the call waits for
+// `POST /api/v1/runs/{run_id}/approvals`; the run shows `waiting` meanwhile) or `deny`
+// (never called; the model is told). A tool's own entry wins over its toolset's.
+// `approval_timeout_seconds` (null: the deployment's `worker.approval_timeout_seconds`)
+// bounds the wait; after it the call is denied (`on_timeout: deny`) or the run fails
+// with `approval_timeout` (`fail`). Time spent waiting does not count against
+// `limits.timeout_seconds`.
+//
+// Example: {"approval_timeout_seconds":3600,"on_timeout":"deny","tools":{"GITHUB_DELETE_REPO":"deny","web_fetch":"allow"},"toolsets":{"environment":"ask"}}
+type AgentToolPolicyInput struct {
+	ApprovalTimeoutSeconds nullable.Nullable[int]         `json:"approval_timeout_seconds,omitempty"`
+	OnTimeout              *AgentToolPolicyInputOnTimeout `json:"on_timeout,omitempty"`
+	Tools                  *map[string]ToolDecision       `json:"tools,omitempty"`
+	Toolsets               *struct {
+		Connection  *ToolDecision `json:"connection,omitempty"`
+		Environment *ToolDecision `json:"environment,omitempty"`
+		Memory      *ToolDecision `json:"memory,omitempty"`
+		Subagent    *ToolDecision `json:"subagent,omitempty"`
+		Web         *ToolDecision `json:"web,omitempty"`
+	} `json:"toolsets,omitempty"`
+}
+
+// AgentToolPolicyInputOnTimeout defines model for AgentToolPolicyInput.OnTimeout.
+type AgentToolPolicyInputOnTimeout string
+
 // AgentToolsInput defines model for AgentToolsInput.
 type AgentToolsInput struct {
 	Connections *[]AgentConnectionToolsInput `json:"connections,omitempty"`
@@ -1049,6 +1269,68 @@ type AgentWebToolsOperations string
 //
 // Example: github
 type AppSlug = string
+
+// Approval A tool call that asked for a person's decision.
+type Approval struct {
+	// Arguments The call's arguments (JSON text, as the model wrote them).
+	Arguments   string                       `json:"arguments"`
+	CallId      string                       `json:"call_id"`
+	DecidedAt   nullable.Nullable[time.Time] `json:"decided_at"`
+	DecidedById nullable.Nullable[string]    `json:"decided_by_id"`
+	ExpiresAt   time.Time                    `json:"expires_at"`
+	Message     nullable.Nullable[string]    `json:"message"`
+
+	// Name The tool's name.
+	Name        string            `json:"name"`
+	OnTimeout   ApprovalOnTimeout `json:"on_timeout"`
+	RequestedAt time.Time         `json:"requested_at"`
+
+	// RunId The run whose call it is: the run asked about, or a subagent's run below it.
+	RunId string `json:"run_id"`
+
+	// Status `expired`: nobody decided in time; `closed`: the run ended first.
+	Status   ApprovalStatus `json:"status"`
+	ThreadId string         `json:"thread_id"`
+}
+
+// ApprovalOnTimeout defines model for Approval.OnTimeout.
+type ApprovalOnTimeout string
+
+// ApprovalStatus `expired`: nobody decided in time; `closed`: the run ended first.
+type ApprovalStatus string
+
+// ApprovalDecidedEventData `approval.decided`: a person approved or denied a waiting call (`decided_by` names
+// them), or nobody did in time (`timed_out`, `decided_by` null, `decision` deny).
+type ApprovalDecidedEventData struct {
+	CallId    string                           `json:"call_id"`
+	DecidedBy nullable.Nullable[string]        `json:"decided_by"`
+	Decision  ApprovalDecidedEventDataDecision `json:"decision"`
+	Message   nullable.Nullable[string]        `json:"message"`
+	Name      string                           `json:"name"`
+	TimedOut  bool                             `json:"timed_out"`
+}
+
+// ApprovalDecidedEventDataDecision defines model for ApprovalDecidedEventData.Decision.
+type ApprovalDecidedEventDataDecision string
+
+// ApprovalList defines model for ApprovalList.
+type ApprovalList struct {
+	Items []Approval `json:"items"`
+}
+
+// ApprovalRequestedEventData `approval.requested`: a tool call waits for a person's decision (the agent's tool
+// policy says `ask`); the run waits meanwhile. After `timeout_seconds` without one,
+// the call is denied (`on_timeout: deny`) or the run fails (`fail`).
+type ApprovalRequestedEventData struct {
+	Arguments      string                              `json:"arguments"`
+	CallId         string                              `json:"call_id"`
+	Name           string                              `json:"name"`
+	OnTimeout      ApprovalRequestedEventDataOnTimeout `json:"on_timeout"`
+	TimeoutSeconds int                                 `json:"timeout_seconds"`
+}
+
+// ApprovalRequestedEventDataOnTimeout defines model for ApprovalRequestedEventData.OnTimeout.
+type ApprovalRequestedEventDataOnTimeout string
 
 // Asset defines model for Asset.
 type Asset struct {
@@ -1527,6 +1809,19 @@ type CreatedWorkspace struct {
 	ApiKey    string    `json:"api_key"`
 	Workspace Workspace `json:"workspace"`
 }
+
+// DecideApprovalRequest Example: {"call_id":"call_8f2k","decision":"deny","message":"Not on production; use the staging database."}
+type DecideApprovalRequest struct {
+	// CallId The id of the waiting call (`approval.requested`'s `call_id`).
+	CallId   string                        `json:"call_id"`
+	Decision DecideApprovalRequestDecision `json:"decision"`
+
+	// Message Why; a denied call's model reads it.
+	Message *string `json:"message,omitempty"`
+}
+
+// DecideApprovalRequestDecision defines model for DecideApprovalRequest.Decision.
+type DecideApprovalRequestDecision string
 
 // Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
 type Description = string
@@ -2226,14 +2521,17 @@ type Run struct {
 
 	// StartedAt When the first attempt began.
 	StartedAt nullable.Nullable[time.Time] `json:"started_at"`
-	Status    RunStatus                    `json:"status"`
-	ThreadId  string                       `json:"thread_id"`
-	Usage     RunUsage                     `json:"usage"`
+
+	// Status `waiting`: the run holds no worker slot until a person decides on a tool call of it
+	// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
+	Status   RunStatus `json:"status"`
+	ThreadId string    `json:"thread_id"`
+	Usage    RunUsage  `json:"usage"`
 }
 
 // RunError Why the run failed or was cancelled.
 type RunError struct {
-	// Code `model_error`, `limit_exceeded`, `output_limit` (a model answer outgrew `limits.model_output_bytes`, `limits.tool_arguments_bytes` or its `max_output_tokens`), `attempts_exhausted`, `disabled`, `unavailable`, `internal` or `cancelled`.
+	// Code `model_error`, `limit_exceeded`, `output_limit` (a model answer outgrew `limits.model_output_bytes`, `limits.tool_arguments_bytes` or its `max_output_tokens`), `attempts_exhausted`, `disabled`, `approval_timeout` (nobody decided on a tool call in time and the agent's `tool_policy.on_timeout` is `fail`), `unavailable`, `internal` or `cancelled`.
 	//
 	// Example: model_error
 	Code    string `json:"code"`
@@ -2246,14 +2544,18 @@ type RunPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
-// RunStatus defines model for RunStatus.
+// RunStatus `waiting`: the run holds no worker slot until a person decides on a tool call of it
+// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
 type RunStatus string
 
 // RunStatusEventData `run.status`: the run's new status; `attempt` is the attempt number while running.
 type RunStatusEventData struct {
 	Attempt nullable.Nullable[int]      `json:"attempt"`
 	Error   nullable.Nullable[RunError] `json:"error"`
-	Status  RunStatus                   `json:"status"`
+
+	// Status `waiting`: the run holds no worker slot until a person decides on a tool call of it
+	// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
+	Status RunStatus `json:"status"`
 }
 
 // RunUsage defines model for RunUsage.
@@ -2486,6 +2788,9 @@ type ToolCallEventData struct {
 	CallId    string `json:"call_id"`
 	Name      string `json:"name"`
 }
+
+// ToolDecision defines model for ToolDecision.
+type ToolDecision string
 
 // ToolResultEventData `tool.result`: what a tool answered.
 type ToolResultEventData struct {
@@ -3556,6 +3861,22 @@ type StartRunParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// DecideRunApprovalParams defines parameters for DecideRunApproval.
+type DecideRunApprovalParams struct {
+	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
+	// change and send the same value when retrying it. Keys are scoped to the
+	// calling principal in the key's workspace and to the operation (method and
+	// path template). The first request runs; the same key with the same request
+	// (method, path, query and body, byte for byte) within 24 hours of the first
+	// replays its status, `Location`, `ETag` and body without running again, with
+	// the header `Idempotent-Replayed: true` (an error body carries the replay's
+	// own `request_id`). The same key with a different request is 409 `conflict`;
+	// so is a retry while the first request is still running. 5xx answers, 409
+	// and 429 are not stored: a retry with the key runs again. After 24 hours the
+	// key may be used afresh. Without the header, requests are not deduplicated.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CancelRunParams defines parameters for CancelRun.
 type CancelRunParams struct {
 	// IdempotencyKey Makes a retried create safe: choose a unique value (a UUID) per intended
@@ -3935,6 +4256,9 @@ type CreateOrganizationInvitationJSONRequestBody = CreateInvitationRequest
 // StartRunJSONRequestBody defines body for StartRun for application/json ContentType.
 type StartRunJSONRequestBody = StartRunRequest
 
+// DecideRunApprovalJSONRequestBody defines body for DecideRunApproval for application/json ContentType.
+type DecideRunApprovalJSONRequestBody = DecideApprovalRequest
+
 // CreateSkillJSONRequestBody defines body for CreateSkill for application/json ContentType.
 type CreateSkillJSONRequestBody = CreateSkillRequest
 
@@ -4117,6 +4441,58 @@ func (t *Event_Data) FromContextCompactedEventData(v ContextCompactedEventData) 
 
 // MergeContextCompactedEventData performs a merge with any union data inside the Event_Data, using the provided ContextCompactedEventData
 func (t *Event_Data) MergeContextCompactedEventData(v ContextCompactedEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsApprovalRequestedEventData returns the union data inside the Event_Data as a ApprovalRequestedEventData
+func (t Event_Data) AsApprovalRequestedEventData() (ApprovalRequestedEventData, error) {
+	var body ApprovalRequestedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromApprovalRequestedEventData overwrites any union data inside the Event_Data as the provided ApprovalRequestedEventData
+func (t *Event_Data) FromApprovalRequestedEventData(v ApprovalRequestedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeApprovalRequestedEventData performs a merge with any union data inside the Event_Data, using the provided ApprovalRequestedEventData
+func (t *Event_Data) MergeApprovalRequestedEventData(v ApprovalRequestedEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsApprovalDecidedEventData returns the union data inside the Event_Data as a ApprovalDecidedEventData
+func (t Event_Data) AsApprovalDecidedEventData() (ApprovalDecidedEventData, error) {
+	var body ApprovalDecidedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromApprovalDecidedEventData overwrites any union data inside the Event_Data as the provided ApprovalDecidedEventData
+func (t *Event_Data) FromApprovalDecidedEventData(v ApprovalDecidedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeApprovalDecidedEventData performs a merge with any union data inside the Event_Data, using the provided ApprovalDecidedEventData
+func (t *Event_Data) MergeApprovalDecidedEventData(v ApprovalDecidedEventData) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -5291,6 +5667,45 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/runs/{run_id} (the `GetRun` operationId).
 	GetRun(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRunApprovals List the tool calls of a run that wait for a decision
+	//
+	// The calls of the run, and of the subagents' runs below it, that wait for a person's
+	// decision (`pending`), oldest first. A run with any is `waiting`; list those of the
+	// workspace with `GET /api/v1/runs?status=waiting`.
+	//
+	// Corresponds with GET /api/v1/runs/{run_id}/approvals (the `ListRunApprovals` operationId).
+	ListRunApprovals(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DecideRunApprovalWithBody Approve or deny a tool call that waits for a decision
+	//
+	// Decides on a call of the run that waits for a person (its agent's tool policy says
+	// `ask`). Approved, the call runs when the run continues; denied, it does not run and
+	// the model reads that a person denied it, with `message`. The decision is an
+	// `approval.decided` event and an audit record naming the caller. Once nothing else
+	// holds it, the run is claimed again and continues from its checkpoint. 409 `conflict`
+	// when the call does not wait for a decision (decided already, timed out, or the run
+	// ended).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/runs/{run_id}/approvals (the `DecideRunApproval` operationId).
+	DecideRunApprovalWithBody(ctx context.Context, runId RunId, params *DecideRunApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DecideRunApproval Approve or deny a tool call that waits for a decision
+	//
+	// Decides on a call of the run that waits for a person (its agent's tool policy says
+	// `ask`). Approved, the call runs when the run continues; denied, it does not run and
+	// the model reads that a person denied it, with `message`. The decision is an
+	// `approval.decided` event and an audit record naming the caller. Once nothing else
+	// holds it, the run is claimed again and continues from its checkpoint. 409 `conflict`
+	// when the call does not wait for a decision (decided already, timed out, or the run
+	// ended).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/runs/{run_id}/approvals (the `DecideRunApproval` operationId).
+	DecideRunApproval(ctx context.Context, runId RunId, params *DecideRunApprovalParams, body DecideRunApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRunAttempts List a run's attempts
 	//
@@ -7859,6 +8274,75 @@ func (c *Client) StartRun(ctx context.Context, params *StartRunParams, body Star
 // Corresponds with GET /api/v1/runs/{run_id} (the `GetRun` operationId).
 func (c *Client) GetRun(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunRequest(c.Server, runId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRunApprovals List the tool calls of a run that wait for a decision
+//
+// The calls of the run, and of the subagents' runs below it, that wait for a person's
+// decision (`pending`), oldest first. A run with any is `waiting`; list those of the
+// workspace with `GET /api/v1/runs?status=waiting`.
+//
+// Corresponds with GET /api/v1/runs/{run_id}/approvals (the `ListRunApprovals` operationId).
+func (c *Client) ListRunApprovals(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRunApprovalsRequest(c.Server, runId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DecideRunApprovalWithBody Approve or deny a tool call that waits for a decision
+//
+// Decides on a call of the run that waits for a person (its agent's tool policy says
+// `ask`). Approved, the call runs when the run continues; denied, it does not run and
+// the model reads that a person denied it, with `message`. The decision is an
+// `approval.decided` event and an audit record naming the caller. Once nothing else
+// holds it, the run is claimed again and continues from its checkpoint. 409 `conflict`
+// when the call does not wait for a decision (decided already, timed out, or the run
+// ended).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/runs/{run_id}/approvals (the `DecideRunApproval` operationId).
+func (c *Client) DecideRunApprovalWithBody(ctx context.Context, runId RunId, params *DecideRunApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDecideRunApprovalRequestWithBody(c.Server, runId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DecideRunApproval Approve or deny a tool call that waits for a decision
+//
+// Decides on a call of the run that waits for a person (its agent's tool policy says
+// `ask`). Approved, the call runs when the run continues; denied, it does not run and
+// the model reads that a person denied it, with `message`. The decision is an
+// `approval.decided` event and an audit record naming the caller. Once nothing else
+// holds it, the run is claimed again and continues from its checkpoint. 409 `conflict`
+// when the call does not wait for a decision (decided already, timed out, or the run
+// ended).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/runs/{run_id}/approvals (the `DecideRunApproval` operationId).
+func (c *Client) DecideRunApproval(ctx context.Context, runId RunId, params *DecideRunApprovalParams, body DecideRunApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDecideRunApprovalRequest(c.Server, runId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -13155,6 +13639,102 @@ func NewGetRunRequest(server string, runId RunId) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListRunApprovalsRequest constructs an http.Request for the ListRunApprovals method
+func NewListRunApprovalsRequest(server string, runId RunId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/runs/%s/approvals", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDecideRunApprovalRequest calls the generic DecideRunApproval builder with application/json body
+func NewDecideRunApprovalRequest(server string, runId RunId, params *DecideRunApprovalParams, body DecideRunApprovalJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDecideRunApprovalRequestWithBody(server, runId, params, "application/json", bodyReader)
+}
+
+// NewDecideRunApprovalRequestWithBody constructs an http.Request for the DecideRunApproval method, with any body, and a specified content type
+func NewDecideRunApprovalRequestWithBody(server string, runId RunId, params *DecideRunApprovalParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/runs/%s/approvals", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListRunAttemptsRequest constructs an http.Request for the ListRunAttempts method
 func NewListRunAttemptsRequest(server string, runId RunId) (*http.Request, error) {
 	var err error
@@ -16479,6 +17059,47 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/runs/{run_id} (the `GetRun` operationId).
 	GetRunWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*GetRunResponse, error)
+
+	// ListRunApprovalsWithResponse List the tool calls of a run that wait for a decision
+	//
+	// The calls of the run, and of the subagents' runs below it, that wait for a person's
+	// decision (`pending`), oldest first. A run with any is `waiting`; list those of the
+	// workspace with `GET /api/v1/runs?status=waiting`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/runs/{run_id}/approvals (the `ListRunApprovals` operationId).
+	ListRunApprovalsWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*ListRunApprovalsResponse, error)
+
+	// DecideRunApprovalWithBodyWithResponse Approve or deny a tool call that waits for a decision
+	//
+	// Decides on a call of the run that waits for a person (its agent's tool policy says
+	// `ask`). Approved, the call runs when the run continues; denied, it does not run and
+	// the model reads that a person denied it, with `message`. The decision is an
+	// `approval.decided` event and an audit record naming the caller. Once nothing else
+	// holds it, the run is claimed again and continues from its checkpoint. 409 `conflict`
+	// when the call does not wait for a decision (decided already, timed out, or the run
+	// ended).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/runs/{run_id}/approvals (the `DecideRunApproval` operationId).
+	DecideRunApprovalWithBodyWithResponse(ctx context.Context, runId RunId, params *DecideRunApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecideRunApprovalResponse, error)
+
+	// DecideRunApprovalWithResponse Approve or deny a tool call that waits for a decision
+	//
+	// Decides on a call of the run that waits for a person (its agent's tool policy says
+	// `ask`). Approved, the call runs when the run continues; denied, it does not run and
+	// the model reads that a person denied it, with `message`. The decision is an
+	// `approval.decided` event and an audit record naming the caller. Once nothing else
+	// holds it, the run is claimed again and continues from its checkpoint. 409 `conflict`
+	// when the call does not wait for a decision (decided already, timed out, or the run
+	// ended).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/runs/{run_id}/approvals (the `DecideRunApproval` operationId).
+	DecideRunApprovalWithResponse(ctx context.Context, runId RunId, params *DecideRunApprovalParams, body DecideRunApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*DecideRunApprovalResponse, error)
 
 	// ListRunAttemptsWithResponse List a run's attempts
 	//
@@ -26366,6 +26987,242 @@ func (r GetRunResponse) ContentType() string {
 	return ""
 }
 
+// ListRunApprovalsResponse429Headers the declared response headers of an HTTP 429 response for ListRunApprovals
+type ListRunApprovalsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListRunApprovalsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApprovalList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRunApprovalsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRunApprovalsResponse) GetJSON200() *ApprovalList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListRunApprovalsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListRunApprovalsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListRunApprovalsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListRunApprovalsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r ListRunApprovalsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListRunApprovalsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListRunApprovalsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListRunApprovalsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRunApprovalsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRunApprovalsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRunApprovalsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRunApprovalsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DecideRunApprovalResponse429Headers the declared response headers of an HTTP 429 response for DecideRunApproval
+type DecideRunApprovalResponse429Headers struct {
+	RetryAfter *int
+}
+
+type DecideRunApprovalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Approval
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DecideRunApprovalResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON200() *Approval {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecideRunApprovalResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DecideRunApprovalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DecideRunApprovalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DecideRunApprovalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DecideRunApprovalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListRunAttemptsResponse429Headers the declared response headers of an HTTP 429 response for ListRunAttempts
 type ListRunAttemptsResponse429Headers struct {
 	RetryAfter *int
@@ -32494,6 +33351,65 @@ func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, runId RunI
 		return nil, err
 	}
 	return ParseGetRunResponse(rsp)
+}
+
+// ListRunApprovalsWithResponse List the tool calls of a run that wait for a decision
+//
+// The calls of the run, and of the subagents' runs below it, that wait for a person's
+// decision (`pending`), oldest first. A run with any is `waiting`; list those of the
+// workspace with `GET /api/v1/runs?status=waiting`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/runs/{run_id}/approvals (the `ListRunApprovals` operationId).
+func (c *ClientWithResponses) ListRunApprovalsWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*ListRunApprovalsResponse, error) {
+	rsp, err := c.ListRunApprovals(ctx, runId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRunApprovalsResponse(rsp)
+}
+
+// DecideRunApprovalWithBodyWithResponse Approve or deny a tool call that waits for a decision
+//
+// Decides on a call of the run that waits for a person (its agent's tool policy says
+// `ask`). Approved, the call runs when the run continues; denied, it does not run and
+// the model reads that a person denied it, with `message`. The decision is an
+// `approval.decided` event and an audit record naming the caller. Once nothing else
+// holds it, the run is claimed again and continues from its checkpoint. 409 `conflict`
+// when the call does not wait for a decision (decided already, timed out, or the run
+// ended).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/runs/{run_id}/approvals (the `DecideRunApproval` operationId).
+func (c *ClientWithResponses) DecideRunApprovalWithBodyWithResponse(ctx context.Context, runId RunId, params *DecideRunApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecideRunApprovalResponse, error) {
+	rsp, err := c.DecideRunApprovalWithBody(ctx, runId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDecideRunApprovalResponse(rsp)
+}
+
+// DecideRunApprovalWithResponse Approve or deny a tool call that waits for a decision
+//
+// Decides on a call of the run that waits for a person (its agent's tool policy says
+// `ask`). Approved, the call runs when the run continues; denied, it does not run and
+// the model reads that a person denied it, with `message`. The decision is an
+// `approval.decided` event and an audit record naming the caller. Once nothing else
+// holds it, the run is claimed again and continues from its checkpoint. 409 `conflict`
+// when the call does not wait for a decision (decided already, timed out, or the run
+// ended).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/runs/{run_id}/approvals (the `DecideRunApproval` operationId).
+func (c *ClientWithResponses) DecideRunApprovalWithResponse(ctx context.Context, runId RunId, params *DecideRunApprovalParams, body DecideRunApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*DecideRunApprovalResponse, error) {
+	rsp, err := c.DecideRunApproval(ctx, runId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDecideRunApprovalResponse(rsp)
 }
 
 // ListRunAttemptsWithResponse List a run's attempts
@@ -42227,6 +43143,224 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 	switch {
 	case rsp.StatusCode == 429:
 		var headers GetRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListRunApprovalsResponse parses an HTTP response from a ListRunApprovalsWithResponse call
+func ParseListRunApprovalsResponse(rsp *http.Response) (*ListRunApprovalsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRunApprovalsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApprovalList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListRunApprovalsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDecideRunApprovalResponse parses an HTTP response from a DecideRunApprovalWithResponse call
+func ParseDecideRunApprovalResponse(rsp *http.Response) (*DecideRunApprovalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DecideRunApprovalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Approval
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DecideRunApprovalResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -625,7 +625,7 @@ func (q *Queries) RunCancelNotify(ctx context.Context, db DBTX, id string) error
 }
 
 const runChildOfCall = `-- name: RunChildOfCall :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE parent_run_id = $1 AND parent_call_id = $2
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE parent_run_id = $1 AND parent_call_id = $2
 `
 
 type RunChildOfCallParams struct {
@@ -668,6 +668,8 @@ func (q *Queries) RunChildOfCall(ctx context.Context, db DBTX, arg RunChildOfCal
 		&i.WaitingCalls,
 		&i.RootRunID,
 		&i.Depth,
+		&i.ApprovalWaitedSeconds,
+		&i.WaitingSince,
 	)
 	return i, err
 }
@@ -715,9 +717,12 @@ WITH RECURSIVE ws AS (
         lease_attempt_id = svc_id('att'),
         lease_worker = $3::text,
         lease_expires_at = now() + make_interval(secs => $4::float8),
+        approval_waited_seconds = r.approval_waited_seconds
+            + coalesce(extract(epoch FROM now() - r.waiting_since)::float8, 0),
+        waiting_since = NULL,
         updated_at = now()
     WHERE r.id = ANY (ARRAY(SELECT pick.id FROM pick))
-    RETURNING r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth
+    RETURNING r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth, r.approval_waited_seconds, r.waiting_since
 ), attempts AS (
     INSERT INTO run_attempt (id, workspace_id, run_id, number, worker, from_step)
     SELECT leased.lease_attempt_id, leased.workspace_id, leased.id, leased.attempt_count, $3::text, leased.step
@@ -759,10 +764,10 @@ SELECT leased.id, leased.workspace_id, leased.thread_id, leased.input_id, leased
     leased.attempts_used, leased.max_attempts, leased.attempt_count, leased.lease_attempt_id, leased.lease_worker,
     leased.lease_expires_at, leased.ready_at, leased.cancel_requested_at, leased.checkpoint_key, leased.step,
     leased.usage, leased.error, leased.created_by_id, leased.created_at, leased.started_at, leased.finished_at,
-    leased.updated_at, leased.waiting_calls,
+    leased.updated_at, leased.waiting_calls, leased.approval_waited_seconds,
     events.seq AS event_seq, events.at AS event_at, events.data AS event_data,
     (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM wake)::int AS hooks,
-    extract(epoch FROM now() - coalesce(leased.started_at, now()))::float8 AS elapsed_seconds
+    (extract(epoch FROM now() - coalesce(leased.started_at, now())) - leased.approval_waited_seconds)::float8 AS elapsed_seconds
 FROM leased
 JOIN events ON events.run_id = leased.id
 ORDER BY leased.id
@@ -776,41 +781,42 @@ type RunClaimParams struct {
 }
 
 type RunClaimRow struct {
-	ID                string          `json:"id"`
-	WorkspaceID       string          `json:"workspace_id"`
-	ThreadID          string          `json:"thread_id"`
-	InputID           *string         `json:"input_id"`
-	AgentID           string          `json:"agent_id"`
-	RevisionID        string          `json:"revision_id"`
-	ModelKey          string          `json:"model_key"`
-	SkillRevisions    json.RawMessage `json:"skill_revisions"`
-	ParentRunID       *string         `json:"parent_run_id"`
-	ParentCallID      *string         `json:"parent_call_id"`
-	Status            string          `json:"status"`
-	AttemptsUsed      int32           `json:"attempts_used"`
-	MaxAttempts       int32           `json:"max_attempts"`
-	AttemptCount      int32           `json:"attempt_count"`
-	LeaseAttemptID    *string         `json:"lease_attempt_id"`
-	LeaseWorker       *string         `json:"lease_worker"`
-	LeaseExpiresAt    *time.Time      `json:"lease_expires_at"`
-	ReadyAt           time.Time       `json:"ready_at"`
-	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
-	CheckpointKey     *string         `json:"checkpoint_key"`
-	Step              int32           `json:"step"`
-	Usage             json.RawMessage `json:"usage"`
-	Error             []byte          `json:"error"`
-	CreatedByID       string          `json:"created_by_id"`
-	CreatedAt         time.Time       `json:"created_at"`
-	StartedAt         *time.Time      `json:"started_at"`
-	FinishedAt        *time.Time      `json:"finished_at"`
-	UpdatedAt         time.Time       `json:"updated_at"`
-	WaitingCalls      []string        `json:"waiting_calls"`
-	EventSeq          int64           `json:"event_seq"`
-	EventAt           time.Time       `json:"event_at"`
-	EventData         json.RawMessage `json:"event_data"`
-	Attempts          int32           `json:"attempts"`
-	Hooks             int32           `json:"hooks"`
-	ElapsedSeconds    float64         `json:"elapsed_seconds"`
+	ID                    string          `json:"id"`
+	WorkspaceID           string          `json:"workspace_id"`
+	ThreadID              string          `json:"thread_id"`
+	InputID               *string         `json:"input_id"`
+	AgentID               string          `json:"agent_id"`
+	RevisionID            string          `json:"revision_id"`
+	ModelKey              string          `json:"model_key"`
+	SkillRevisions        json.RawMessage `json:"skill_revisions"`
+	ParentRunID           *string         `json:"parent_run_id"`
+	ParentCallID          *string         `json:"parent_call_id"`
+	Status                string          `json:"status"`
+	AttemptsUsed          int32           `json:"attempts_used"`
+	MaxAttempts           int32           `json:"max_attempts"`
+	AttemptCount          int32           `json:"attempt_count"`
+	LeaseAttemptID        *string         `json:"lease_attempt_id"`
+	LeaseWorker           *string         `json:"lease_worker"`
+	LeaseExpiresAt        *time.Time      `json:"lease_expires_at"`
+	ReadyAt               time.Time       `json:"ready_at"`
+	CancelRequestedAt     *time.Time      `json:"cancel_requested_at"`
+	CheckpointKey         *string         `json:"checkpoint_key"`
+	Step                  int32           `json:"step"`
+	Usage                 json.RawMessage `json:"usage"`
+	Error                 []byte          `json:"error"`
+	CreatedByID           string          `json:"created_by_id"`
+	CreatedAt             time.Time       `json:"created_at"`
+	StartedAt             *time.Time      `json:"started_at"`
+	FinishedAt            *time.Time      `json:"finished_at"`
+	UpdatedAt             time.Time       `json:"updated_at"`
+	WaitingCalls          []string        `json:"waiting_calls"`
+	ApprovalWaitedSeconds float64         `json:"approval_waited_seconds"`
+	EventSeq              int64           `json:"event_seq"`
+	EventAt               time.Time       `json:"event_at"`
+	EventData             json.RawMessage `json:"event_data"`
+	Attempts              int32           `json:"attempts"`
+	Hooks                 int32           `json:"hooks"`
+	ElapsedSeconds        float64         `json:"elapsed_seconds"`
 }
 
 // RunClaim claims up to page_limit runs for worker, fairly across
@@ -876,6 +882,7 @@ func (q *Queries) RunClaim(ctx context.Context, db DBTX, arg RunClaimParams) ([]
 			&i.FinishedAt,
 			&i.UpdatedAt,
 			&i.WaitingCalls,
+			&i.ApprovalWaitedSeconds,
 			&i.EventSeq,
 			&i.EventAt,
 			&i.EventData,
@@ -1077,7 +1084,7 @@ func (q *Queries) RunEmitFenced(ctx context.Context, db DBTX, arg RunEmitFencedP
 }
 
 const runExpiredLeases = `-- name: RunExpiredLeases :many
-SELECT r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth FROM run r
+SELECT r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth, r.approval_waited_seconds, r.waiting_since FROM run r
 WHERE r.lease_expires_at < now()
 ORDER BY r.lease_expires_at
 LIMIT $1
@@ -1126,6 +1133,8 @@ func (q *Queries) RunExpiredLeases(ctx context.Context, db DBTX, pageLimit int32
 			&i.WaitingCalls,
 			&i.RootRunID,
 			&i.Depth,
+			&i.ApprovalWaitedSeconds,
+			&i.WaitingSince,
 		); err != nil {
 			return nil, err
 		}
@@ -1138,7 +1147,7 @@ func (q *Queries) RunExpiredLeases(ctx context.Context, db DBTX, pageLimit int32
 }
 
 const runFence = `-- name: RunFence :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run
 WHERE id = $1 AND lease_attempt_id = $2 AND lease_expires_at > now()
 FOR UPDATE
 `
@@ -1185,6 +1194,8 @@ func (q *Queries) RunFence(ctx context.Context, db DBTX, arg RunFenceParams) (Ru
 		&i.WaitingCalls,
 		&i.RootRunID,
 		&i.Depth,
+		&i.ApprovalWaitedSeconds,
+		&i.WaitingSince,
 	)
 	return i, err
 }
@@ -1196,7 +1207,7 @@ SET status = $1, error = $2, usage = coalesce($3, usage),
     lease_attempt_id = NULL, lease_worker = NULL, lease_expires_at = NULL,
     finished_at = now(), updated_at = now()
 WHERE id = $5 AND finished_at IS NULL
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since
 `
 
 type RunFinishParams struct {
@@ -1248,12 +1259,14 @@ func (q *Queries) RunFinish(ctx context.Context, db DBTX, arg RunFinishParams) (
 		&i.WaitingCalls,
 		&i.RootRunID,
 		&i.Depth,
+		&i.ApprovalWaitedSeconds,
+		&i.WaitingSince,
 	)
 	return i, err
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE workspace_id = $1 AND id = $2
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE workspace_id = $1 AND id = $2
 `
 
 type RunGetParams struct {
@@ -1296,12 +1309,14 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 		&i.WaitingCalls,
 		&i.RootRunID,
 		&i.Depth,
+		&i.ApprovalWaitedSeconds,
+		&i.WaitingSince,
 	)
 	return i, err
 }
 
 const runGetByID = `-- name: RunGetByID :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE id = $1
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE id = $1
 `
 
 func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id string) (Run, error) {
@@ -1339,6 +1354,8 @@ func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id string) (Run, erro
 		&i.WaitingCalls,
 		&i.RootRunID,
 		&i.Depth,
+		&i.ApprovalWaitedSeconds,
+		&i.WaitingSince,
 	)
 	return i, err
 }
@@ -1348,7 +1365,7 @@ INSERT INTO run (id, workspace_id, thread_id, input_id, agent_id, revision_id, m
     parent_run_id, parent_call_id, root_run_id, depth, max_attempts, created_by_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13, $14)
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since
 `
 
 type RunInsertParams struct {
@@ -1418,12 +1435,14 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		&i.WaitingCalls,
 		&i.RootRunID,
 		&i.Depth,
+		&i.ApprovalWaitedSeconds,
+		&i.WaitingSince,
 	)
 	return i, err
 }
 
 const runList = `-- name: RunList :many
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run
 WHERE workspace_id = $1 AND id < $2 AND id >= $3
     AND ($4::text IS NULL OR status = $4::text)
     AND ($5::timestamptz IS NULL OR created_at > $5::timestamptz)
@@ -1492,6 +1511,8 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.WaitingCalls,
 			&i.RootRunID,
 			&i.Depth,
+			&i.ApprovalWaitedSeconds,
+			&i.WaitingSince,
 		); err != nil {
 			return nil, err
 		}
@@ -1504,7 +1525,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 }
 
 const runLock = `-- name: RunLock :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE workspace_id = $1 AND id = $2 FOR UPDATE
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE workspace_id = $1 AND id = $2 FOR UPDATE
 `
 
 type RunLockParams struct {
@@ -1547,6 +1568,8 @@ func (q *Queries) RunLock(ctx context.Context, db DBTX, arg RunLockParams) (Run,
 		&i.WaitingCalls,
 		&i.RootRunID,
 		&i.Depth,
+		&i.ApprovalWaitedSeconds,
+		&i.WaitingSince,
 	)
 	return i, err
 }
@@ -1613,7 +1636,7 @@ func (q *Queries) RunRenewLease(ctx context.Context, db DBTX, arg RunRenewLeaseP
 const runRequestCancel = `-- name: RunRequestCancel :one
 UPDATE run SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
 WHERE id = $1
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since
 `
 
 func (q *Queries) RunRequestCancel(ctx context.Context, db DBTX, id string) (Run, error) {
@@ -1651,6 +1674,8 @@ func (q *Queries) RunRequestCancel(ctx context.Context, db DBTX, id string) (Run
 		&i.WaitingCalls,
 		&i.RootRunID,
 		&i.Depth,
+		&i.ApprovalWaitedSeconds,
+		&i.WaitingSince,
 	)
 	return i, err
 }
@@ -1658,29 +1683,36 @@ func (q *Queries) RunRequestCancel(ctx context.Context, db DBTX, id string) (Run
 const runSuspend = `-- name: RunSuspend :exec
 UPDATE run r
 SET lease_attempt_id = NULL, lease_worker = NULL, lease_expires_at = NULL, waiting_calls = $1::text[],
+    status = $2::text,
+    waiting_since = CASE WHEN $2::text = 'waiting' THEN coalesce(r.waiting_since, now()) ELSE NULL END,
     ready_at = CASE WHEN NOT EXISTS (
             SELECT 1 FROM unnest($1::text[]) AS c(id)
-            WHERE NOT EXISTS (SELECT 1 FROM run_call_result x WHERE x.run_id = r.id AND x.call_id = c.id))
+            WHERE NOT EXISTS (SELECT 1 FROM run_call_result x WHERE x.run_id = r.id AND x.call_id = c.id)
+                AND NOT EXISTS (SELECT 1 FROM run_approval p WHERE p.run_id = r.id AND p.call_id = c.id
+                    AND p.status IN ('approved', 'denied', 'expired')))
         THEN now() ELSE '9999-12-31T00:00:00Z'::timestamptz END,
     updated_at = now()
-WHERE r.id = $2
+WHERE r.id = $3
 `
 
 type RunSuspendParams struct {
-	Calls []string `json:"calls"`
-	ID    string   `json:"id"`
+	Calls  []string `json:"calls"`
+	Status string   `json:"status"`
+	ID     string   `json:"id"`
 }
 
 // RunSuspend gives up the attempt's hold on a run that waits for its
-// children's results: it is claimable again once every call in
-// waiting_calls has a result (at once, if they all arrived already).
+// children's results or for a person's decision on its calls: it is
+// claimable again once every call in waiting_calls has a result or a
+// decision (at once, if they all arrived already). status is running
+// (waiting for children) or waiting (for a person, here or below).
 func (q *Queries) RunSuspend(ctx context.Context, db DBTX, arg RunSuspendParams) error {
-	_, err := db.Exec(ctx, runSuspend, arg.Calls, arg.ID)
+	_, err := db.Exec(ctx, runSuspend, arg.Calls, arg.Status, arg.ID)
 	return err
 }
 
 const runUnfinishedChildren = `-- name: RunUnfinishedChildren :many
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth FROM run WHERE parent_run_id = $1 AND finished_at IS NULL FOR UPDATE
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE parent_run_id = $1 AND finished_at IS NULL FOR UPDATE
 `
 
 func (q *Queries) RunUnfinishedChildren(ctx context.Context, db DBTX, parentRunID *string) ([]Run, error) {
@@ -1724,6 +1756,8 @@ func (q *Queries) RunUnfinishedChildren(ctx context.Context, db DBTX, parentRunI
 			&i.WaitingCalls,
 			&i.RootRunID,
 			&i.Depth,
+			&i.ApprovalWaitedSeconds,
+			&i.WaitingSince,
 		); err != nil {
 			return nil, err
 		}
@@ -1756,11 +1790,13 @@ UPDATE run r SET ready_at = now(), updated_at = now()
 WHERE r.id = $1 AND r.finished_at IS NULL AND r.lease_expires_at IS NULL AND r.ready_at = '9999-12-31T00:00:00Z'::timestamptz
     AND NOT EXISTS (
         SELECT 1 FROM unnest(r.waiting_calls) AS c(id)
-        WHERE NOT EXISTS (SELECT 1 FROM run_call_result x WHERE x.run_id = r.id AND x.call_id = c.id))
+        WHERE NOT EXISTS (SELECT 1 FROM run_call_result x WHERE x.run_id = r.id AND x.call_id = c.id)
+            AND NOT EXISTS (SELECT 1 FROM run_approval p WHERE p.run_id = r.id AND p.call_id = c.id
+                AND p.status IN ('approved', 'denied', 'expired')))
 `
 
 // RunWakeIfAnswered makes a waiting run claimable once all its waited calls
-// have results; it answers whether it did.
+// have results or decisions; it answers whether it did.
 func (q *Queries) RunWakeIfAnswered(ctx context.Context, db DBTX, id string) (int64, error) {
 	result, err := db.Exec(ctx, runWakeIfAnswered, id)
 	if err != nil {

@@ -35,6 +35,8 @@ type Config struct {
 	Limits       Limits        `json:"limits"`
 	// Context is how runs fit the thread into the model's context window.
 	Context Context `json:"context"`
+	// ToolPolicy says which tool calls need a person's approval.
+	ToolPolicy ToolPolicy `json:"tool_policy"`
 }
 
 // Context is how a run fits the thread into the model's context window
@@ -131,14 +133,15 @@ var actionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
 
 // input is a configuration as sent: optional members may be left out.
 type input struct {
-	Model        string        `json:"model"`
-	Instructions *string       `json:"instructions"`
-	Tools        *toolsInput   `json:"tools"`
-	Skills       []SkillRef    `json:"skills"`
-	Memories     []MemoryRef   `json:"memories"`
-	Subagents    []SubagentRef `json:"subagents"`
-	Limits       *limitsInput  `json:"limits"`
-	Context      *contextInput `json:"context"`
+	Model        string           `json:"model"`
+	Instructions *string          `json:"instructions"`
+	Tools        *toolsInput      `json:"tools"`
+	Skills       []SkillRef       `json:"skills"`
+	Memories     []MemoryRef      `json:"memories"`
+	Subagents    []SubagentRef    `json:"subagents"`
+	Limits       *limitsInput     `json:"limits"`
+	Context      *contextInput    `json:"context"`
+	ToolPolicy   *toolPolicyInput `json:"tool_policy"`
 }
 
 type contextInput struct {
@@ -213,6 +216,7 @@ func Normalize(raw json.RawMessage) (Config, error) {
 			bad("context.strategy", fmt.Sprintf("must be %s or %s", ContextSummarize, ContextTruncate))
 		}
 	}
+	out.ToolPolicy = normalizeToolPolicy(in.ToolPolicy, bad)
 	if len(errs) > 0 {
 		return Config{}, apperr.InvalidArgument("the agent configuration is invalid", errs...)
 	}

@@ -105,6 +105,8 @@ type fakeHost struct {
 	// answers are what Await returns; awaited the ids it was asked for.
 	answers map[string]tool.Result
 	awaited [][]string
+	// decisions are what Decisions returns.
+	decisions map[string]agentloop.Decision
 
 	stepErr      error
 	toolCallsErr error
@@ -164,6 +166,19 @@ func (h *fakeHost) Await(_ context.Context, calls []string) (map[string]tool.Res
 	for _, id := range calls {
 		if r, ok := h.answers[id]; ok {
 			out[id] = r
+		}
+	}
+	return out, nil
+}
+
+func (h *fakeHost) Decisions(_ context.Context, calls []string) (map[string]agentloop.Decision, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.log = append(h.log, "decisions "+strings.Join(calls, ","))
+	out := map[string]agentloop.Decision{}
+	for _, id := range calls {
+		if d, ok := h.decisions[id]; ok {
+			out[id] = d
 		}
 	}
 	return out, nil

@@ -64,6 +64,34 @@ type Spec struct {
 	// before each model call (package contextfit); the zero value sends
 	// it whole until the vendor refuses it as too long.
 	Context contextfit.Policy
+	// Policy maps a tool's name to PolicyAsk (a person approves each call
+	// first) or PolicyDeny (never called; the model is told); a tool not
+	// in it is called at once (the agent's tool policy).
+	Policy map[string]string
+	// Approval is what a call waiting for a person is bound by.
+	Approval ApprovalTerms
+}
+
+// The decisions of a tool policy that hold a call back
+// (agent.PolicyAsk and agent.PolicyDeny).
+const (
+	PolicyAsk  = "ask"
+	PolicyDeny = "deny"
+)
+
+// ApprovalTerms bound the wait for a person's decision on a call: how
+// long, and what the timeout does (agent.TimeoutDeny or TimeoutFail).
+type ApprovalTerms struct {
+	Timeout   time.Duration
+	OnTimeout string
+}
+
+// Decision is a person's decision on a call that waited for one (or the
+// timeout's, which denies it).
+type Decision struct {
+	Approved bool
+	// Reason is what the model reads of a denied call.
+	Reason string
 }
 
 // State is what a checkpoint holds: everything needed to continue the run.
@@ -100,13 +128,22 @@ type Ending struct {
 // Waiting is a step whose calls are not all answered.
 type Waiting struct {
 	Calls []llm.ToolCall `json:"calls"`
-	// Done holds the calls answered at once, by call id.
+	// Done holds the calls answered, by call id: at once, or once a person
+	// approved them and they ran.
 	Done map[string]llm.Message `json:"done"`
+	// Approvals are the ids of the calls that wait for a person's decision
+	// (the others wait for an answer: a subagent's).
+	Approvals []string `json:"approvals,omitempty"`
 }
 
 // SuspendError asks the host to give the run back until the calls Calls
-// are answered: not a failure.
-type SuspendError struct{ Calls []string }
+// are answered or decided on: not a failure. Approvals are those of Calls
+// that wait for a person, under Terms.
+type SuspendError struct {
+	Calls     []string
+	Approvals []llm.ToolCall
+	Terms     ApprovalTerms
+}
 
 func (e *SuspendError) Error() string {
 	return fmt.Sprintf("waiting for %d call(s) to be answered", len(e.Calls))
@@ -124,9 +161,13 @@ type StepRecord struct {
 	Final bool
 	// Waiting: the step is recorded without its tool messages, which come
 	// when the run continues (Resumed, with Calls and Results only).
+	// Waiting and Resumed both: calls a person approved ran while others
+	// still wait; only the checkpoint is recorded.
 	Waiting bool
 	Resumed bool
 	Calls   []llm.ToolCall
+	// Approvals are the calls of a Waiting step that wait for a person.
+	Approvals []llm.ToolCall
 	// Compaction is set when the step's model call was preceded by a new
 	// summary of the older conversation (State.Summary holds it).
 	Compaction *contextfit.Compaction
@@ -149,6 +190,9 @@ type Host interface {
 	Continue() bool
 	// Await reads the answers to calls that arrived (by call id).
 	Await(ctx context.Context, calls []string) (map[string]tool.Result, error)
+	// Decisions reads the decisions made on calls that waited for a
+	// person (by call id); a call not yet decided is absent.
+	Decisions(ctx context.Context, calls []string) (map[string]Decision, error)
 }
 
 // ErrStopped is returned when the host asked the loop to stop between steps.
@@ -211,7 +255,11 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 	}
 	if state.Waiting != nil {
 		var err error
-		if state, err = resume(ctx, state, host); err != nil {
+		state, err = resume(ctx, spec, byName, state, host)
+		if errors.Is(err, errTimeUp) {
+			return Outcome{Failure: &Failure{Code: CodeLimit, Message: "the run reached its time limit"}, State: state}, nil
+		}
+		if err != nil {
 			return Outcome{State: state}, err
 		}
 	}
@@ -251,6 +299,7 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 		state.Step++
 		rec := StepRecord{Assistant: assistant, Final: len(assistant.ToolCalls) == 0, Compaction: compaction}
 		var waiting []string
+		var asked []llm.ToolCall
 		if !rec.Final {
 			results, err := runTools(ctx, spec, byName, assistant.ToolCalls, host)
 			if errors.Is(err, errTimeUp) {
@@ -264,15 +313,19 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 			for i, r := range results {
 				c := assistant.ToolCalls[i]
 				msgs[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Text: r.Text, IsError: r.IsError}
-				if r.Pending {
+				switch {
+				case r.Pending && spec.Policy[c.Name] == PolicyAsk:
+					asked = append(asked, c)
 					waiting = append(waiting, c.ID)
-				} else {
+				case r.Pending:
+					waiting = append(waiting, c.ID)
+				default:
 					done[c.ID] = msgs[i]
 				}
 			}
 			if len(waiting) > 0 {
-				state.Waiting = &Waiting{Calls: assistant.ToolCalls, Done: done}
-				rec.Waiting = true
+				state.Waiting = &Waiting{Calls: assistant.ToolCalls, Done: done, Approvals: callIDs(asked)}
+				rec.Waiting, rec.Approvals = true, asked
 			} else {
 				rec.Results = msgs
 				state.Messages = append(state.Messages, msgs...)
@@ -289,7 +342,7 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 			return Outcome{State: state}, err
 		}
 		if len(waiting) > 0 {
-			return Outcome{State: state}, &SuspendError{Calls: waiting}
+			return Outcome{State: state}, &SuspendError{Calls: waiting, Approvals: asked, Terms: spec.Approval}
 		}
 		if e := state.Ended; e != nil {
 			return Outcome{Final: e.Final, Failure: e.Failure, State: state}, nil
@@ -365,27 +418,90 @@ func callModel(ctx context.Context, spec *Spec, state *State, defs []llm.Tool, h
 }
 
 // resume adds the answers of a waiting step's calls, in call order, and
-// records them; a call still unanswered suspends the run again.
-func resume(ctx context.Context, state State, host Host) (State, error) {
+// records them. Calls that waited for a person run once approved and are
+// answered with the reason once denied. A call still unanswered or
+// undecided suspends the run again; calls approved meanwhile ran, and the
+// checkpoint records their answers first, so they do not run again.
+func resume(ctx context.Context, spec Spec, byName map[string]tool.Tool, state State, host Host) (State, error) {
 	w := state.Waiting
-	var ids []string
+	asks := map[string]bool{}
+	for _, id := range w.Approvals {
+		asks[id] = true
+	}
+	var answers, decisions []string
 	for _, c := range w.Calls {
-		if _, ok := w.Done[c.ID]; !ok {
-			ids = append(ids, c.ID)
+		if _, ok := w.Done[c.ID]; ok {
+			continue
+		}
+		if asks[c.ID] {
+			decisions = append(decisions, c.ID)
+		} else {
+			answers = append(answers, c.ID)
 		}
 	}
-	got, err := host.Await(ctx, ids)
-	if err != nil {
-		return state, err
+	got := map[string]tool.Result{}
+	if len(answers) > 0 {
+		var err error
+		if got, err = host.Await(ctx, answers); err != nil {
+			return state, err
+		}
 	}
+	decided := map[string]Decision{}
+	if len(decisions) > 0 {
+		var err error
+		if decided, err = host.Decisions(ctx, decisions); err != nil {
+			return state, err
+		}
+	}
+	if w.Done == nil {
+		w.Done = map[string]llm.Message{}
+	}
+	var approved []llm.ToolCall
+	var undecided []llm.ToolCall
+	for _, c := range w.Calls {
+		if !asks[c.ID] {
+			continue
+		}
+		d, ok := decided[c.ID]
+		switch {
+		case !ok:
+			undecided = append(undecided, c)
+		case d.Approved:
+			approved = append(approved, c)
+		default:
+			w.Done[c.ID] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Text: d.Reason, IsError: true}
+		}
+	}
+	w.Approvals = callIDs(undecided)
 	var missing []string
-	for _, id := range ids {
+	if len(approved) > 0 {
+		results, err := execCalls(ctx, spec, byName, approved, true)
+		if err != nil {
+			return state, err
+		}
+		for i, r := range results {
+			c := approved[i]
+			if r.Pending {
+				// An approved subagent call: its answer comes later.
+				missing = append(missing, c.ID)
+				continue
+			}
+			w.Done[c.ID] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Text: r.Text, IsError: r.IsError}
+		}
+	}
+	for _, id := range answers {
 		if _, ok := got[id]; !ok {
 			missing = append(missing, id)
 		}
 	}
+	missing = append(missing, w.Approvals...)
 	if len(missing) > 0 {
-		return state, &SuspendError{Calls: missing}
+		if len(approved) > 0 {
+			if err := host.Step(ctx, StepRecord{State: state, Waiting: true, Resumed: true, Calls: w.Calls}); err != nil {
+				return state, err
+			}
+		}
+		return state, &SuspendError{Calls: missing, Approvals: undecided, Terms: spec.Approval}
 	}
 	results := make([]llm.Message, len(w.Calls))
 	for i, c := range w.Calls {
@@ -402,6 +518,18 @@ func resume(ctx context.Context, state State, host Host) (State, error) {
 		return state, err
 	}
 	return state, nil
+}
+
+// callIDs are the ids of calls.
+func callIDs(calls []llm.ToolCall) []string {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = c.ID
+	}
+	return out
 }
 
 // outputLimit is the failure of a run whose model answer outgrew a bound,
@@ -469,6 +597,14 @@ func runTools(ctx context.Context, spec Spec, byName map[string]tool.Tool, calls
 	if err := host.ToolCalls(ctx, calls); err != nil {
 		return nil, err
 	}
+	return execCalls(ctx, spec, byName, calls, false)
+}
+
+// execCalls executes calls as the agent's tool policy says: a denied
+// tool's call is answered that it was not run, one that asks for a
+// person is left pending, the others run, up to ToolParallelism at once.
+// Approved calls (a person approved them) run whatever the policy says.
+func execCalls(ctx context.Context, spec Spec, byName map[string]tool.Tool, calls []llm.ToolCall, approved bool) ([]tool.Result, error) {
 	// The calls, not the host's writes, end with the run's time.
 	callCtx, cancel := spec.Limits.withDeadline(ctx)
 	defer cancel()
@@ -486,7 +622,20 @@ func runTools(ctx context.Context, spec Spec, byName map[string]tool.Tool, calls
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, err := call(tool.WithCallID(callCtx, c.ID), byName, c)
+			var res tool.Result
+			var err error
+			policy := spec.Policy[c.Name]
+			if approved {
+				policy = ""
+			}
+			switch policy {
+			case PolicyDeny:
+				res = tool.Errorf("the call was not run: the agent's tool policy denies the tool %q", c.Name)
+			case PolicyAsk:
+				res = tool.Result{Pending: true}
+			default:
+				res, err = call(tool.WithCallID(callCtx, c.ID), byName, c)
+			}
 			errs[i], results[i] = err, res
 		}()
 	}

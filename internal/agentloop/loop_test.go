@@ -47,6 +47,17 @@ func waiting() agentloop.State {
 	}
 }
 
+// asking is the state recorded after a first step whose call a waits for
+// a person's decision.
+func asking() agentloop.State {
+	calls := []llm.ToolCall{{ID: "a", Name: "lookup", Arguments: `{"word":"banana"}`}}
+	return agentloop.State{
+		Messages: []llm.Message{user, {Role: llm.RoleAssistant, ToolCalls: calls}},
+		Step:     1,
+		Waiting:  &agentloop.Waiting{Calls: calls, Done: map[string]llm.Message{}, Approvals: []string{"a"}},
+	}
+}
+
 var errLeaseLost = errors.New("lease lost")
 
 func TestRun(t *testing.T) {
@@ -64,6 +75,8 @@ func TestRun(t *testing.T) {
 		cancel error
 		script []turn
 		host   func(h *fakeHost)
+		// policy is the agent's tool policy by tool name.
+		policy map[string]string
 
 		wantFinal   string
 		wantFailure *agentloop.Failure
@@ -378,6 +391,90 @@ func TestRun(t *testing.T) {
 			},
 		},
 		{
+			name:   "a denied tool is never called and the model is told",
+			policy: map[string]string{"lookup": agentloop.PolicyDeny},
+			script: []turn{calling("", 1, "a:lookup:"+banana), answer("Denied.", 1)},
+			wantRecords: []string{
+				`1 "" calls a:lookup -> a=!"the call was not run: the agent's tool policy denies the tool \"lookup\""`,
+				`2 final "Denied."`,
+			},
+			wantReports: []string{"tool_calls a", "step 1", "step 2"},
+			wantFinal:   "Denied.",
+			wantCalls:   2,
+		},
+		{
+			name:   "a call that asks for a person suspends the run while the step's other calls run",
+			policy: map[string]string{"lookup": agentloop.PolicyAsk},
+			script: []turn{calling("", 1, "a:lookup:"+banana, "b:refuse:{}"), answer("never", 1)},
+			wantErr: func(t *testing.T, err error) {
+				var se *agentloop.SuspendError
+				require.ErrorAs(t, err, &se)
+				require.Equal(t, []string{"a"}, se.Calls)
+				require.Len(t, se.Approvals, 1)
+				require.Equal(t, "lookup", se.Approvals[0].Name)
+				require.Equal(t, time.Hour, se.Terms.Timeout)
+			},
+			wantRecords: []string{`1 "" calls a:lookup b:refuse -> waiting`},
+			wantReports: []string{"tool_calls a,b", "call b", "step 1"},
+			wantCalls:   1,
+			wantState: func(t *testing.T, s agentloop.State) {
+				require.Equal(t, []string{"a"}, s.Waiting.Approvals)
+				require.Contains(t, s.Waiting.Done, "b")
+			},
+		},
+		{
+			name:   "an approved call runs when the run continues",
+			policy: map[string]string{"lookup": agentloop.PolicyAsk},
+			state:  ptr(asking()),
+			host: func(h *fakeHost) {
+				h.decisions = map[string]agentloop.Decision{"a": {Approved: true}}
+			},
+			script:      []turn{answer("Done.", 1)},
+			wantRecords: []string{`1 resumed -> a="banana has 6 letters"`, `2 final "Done."`},
+			wantReports: []string{"decisions a", "call a", "step 1", "step 2"},
+			wantFinal:   "Done.",
+			wantCalls:   1,
+		},
+		{
+			name:   "a denied call is answered with the reason",
+			policy: map[string]string{"lookup": agentloop.PolicyAsk},
+			state:  ptr(asking()),
+			host: func(h *fakeHost) {
+				h.decisions = map[string]agentloop.Decision{"a": {Reason: "denied: not today"}}
+			},
+			script:      []turn{answer("Done.", 1)},
+			wantRecords: []string{`1 resumed -> a=!"denied: not today"`, `2 final "Done."`},
+			wantReports: []string{"decisions a", "step 1", "step 2"},
+			wantFinal:   "Done.",
+			wantCalls:   1,
+		},
+		{
+			name:   "an approved call runs and is checkpointed while another call still waits",
+			policy: map[string]string{"lookup": agentloop.PolicyAsk},
+			state: ptr(func() agentloop.State {
+				s := asking()
+				s.Waiting.Calls = append(s.Waiting.Calls, llm.ToolCall{ID: "c", Name: "later", Arguments: `{}`})
+				return s
+			}()),
+			host: func(h *fakeHost) {
+				h.decisions = map[string]agentloop.Decision{"a": {Approved: true}}
+				h.answers = map[string]tool.Result{}
+			},
+			script: []turn{answer("never", 1)},
+			wantErr: func(t *testing.T, err error) {
+				var se *agentloop.SuspendError
+				require.ErrorAs(t, err, &se)
+				require.Equal(t, []string{"c"}, se.Calls)
+				require.Empty(t, se.Approvals)
+			},
+			wantRecords: []string{`1 resumed -> waiting`},
+			wantCalls:   0,
+			wantState: func(t *testing.T, s agentloop.State) {
+				require.Empty(t, s.Waiting.Approvals)
+				require.Equal(t, "banana has 6 letters", s.Waiting.Done["a"].Text)
+			},
+		},
+		{
 			name:      "a waiting run whose answers cannot be read stops with the error",
 			state:     ptr(waiting()),
 			host:      func(h *fakeHost) { h.awaitErr = errLeaseLost },
@@ -395,7 +492,8 @@ func TestRun(t *testing.T) {
 			}
 			model := &scriptedModel{turns: tc.script}
 			spec := agentloop.Spec{Model: model, ModelName: "scripted-1", System: "Be brief.",
-				Tools: toolsOf(h, tc.tools), Limits: withClock(agentloop.Limits{MaxSteps: 10}), ToolParallelism: 1}
+				Tools: toolsOf(h, tc.tools), Limits: withClock(agentloop.Limits{MaxSteps: 10}), ToolParallelism: 1,
+				Policy: tc.policy, Approval: agentloop.ApprovalTerms{Timeout: time.Hour, OnTimeout: "deny"}}
 			if tc.limits != nil {
 				spec.Limits = withClock(*tc.limits)
 			}

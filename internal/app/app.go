@@ -151,6 +151,7 @@ func (a *App) buildWorker() {
 		Runs: s.Runs, Agents: s.Agents, Skills: s.Skills, Models: s.Models, Objects: a.Store, HTTPClient: s.Outbound, Log: a.log,
 		MaxOutputBytes: int(a.cfg.Limits.ModelOutputBytes), MaxToolArgumentBytes: int(a.cfg.Limits.ToolArgumentsBytes),
 		ToolResultShare: float64(a.cfg.Limits.ToolResultWindowPercent) / 100,
+		ApprovalTimeout: time.Duration(a.cfg.Worker.ApprovalTimeoutSeconds) * time.Second,
 		Prompts:         []tool.PromptSection{memories.Prompt},
 		Toolsets: []tool.Toolset{
 			web.New(web.Deps{Providers: s.Providers, HTTPClient: s.Outbound}).ForRun,
@@ -429,6 +430,16 @@ func (a *App) registerSweeps() {
 		Name: "renew_environments", Interval: envScan,
 		Run: func(ctx context.Context) error {
 			_, err := a.EnvironmentRuntime.Renew(ctx, hosted.Types())
+			return err
+		},
+	})
+	a.Sweeps.Register(sweep.Sweep{
+		Name: "expire_approvals", Interval: time.Duration(a.cfg.Control.ScanSeconds) * time.Second,
+		Run: func(ctx context.Context) error {
+			n, err := a.Runs.ExpireApprovals(ctx)
+			if n > 0 {
+				a.log.Info("tool approvals timed out", "count", n)
+			}
 			return err
 		},
 	})

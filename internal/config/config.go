@@ -124,6 +124,9 @@ type Worker struct {
 	// ClaimGatherMS is how long, while runs wait, a freed slot waits for
 	// more to free before the worker claims (docs/decisions/0047).
 	ClaimGatherMS int `koanf:"claim_gather_ms"`
+	// ApprovalTimeoutSeconds is how long a tool call waits for a person's
+	// decision when its agent's tool policy does not say (docs/decisions/0052).
+	ApprovalTimeoutSeconds int `koanf:"approval_timeout_seconds"`
 }
 
 // Environments configures execution environments.
@@ -334,6 +337,8 @@ func Default() Config {
 			// every slot of a default worker.
 			WorkspaceMaxRunning: 3,
 			ClaimGatherMS:       50,
+			// A day: a person may answer the next morning.
+			ApprovalTimeoutSeconds: 86400,
 		},
 		Environments: Environments{ScanSeconds: 30, RenewalSeconds: 30, DockerNetworks: []string{}},
 		Providers:    Providers{OperationScanSeconds: 30, ProbeTimeoutSeconds: 10},

@@ -69,6 +69,10 @@ func (c *Config) Validate() error {
 	v.positive("worker.subagent_max_descendants", w.SubagentMaxDescendants)
 	v.positive("worker.workspace_max_running", w.WorkspaceMaxRunning)
 	v.nonNegative("worker.claim_gather_ms", w.ClaimGatherMS)
+	// A week, as an agent's tool_policy.approval_timeout_seconds.
+	if w.ApprovalTimeoutSeconds < 1 || w.ApprovalTimeoutSeconds > 7*86400 {
+		v.fail("worker.approval_timeout_seconds", "must be 1 to %d (a week)", 7*86400)
+	}
 
 	v.positive("environments.scan_seconds", c.Environments.ScanSeconds)
 	v.positive("environments.renewal_seconds", c.Environments.RenewalSeconds)

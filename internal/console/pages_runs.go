@@ -32,7 +32,7 @@ func (c *Console) runsRoutes() []route {
 // runStatuses are the statuses a run list can be filtered by, as the
 // contract's RunStatus lists them.
 var runStatuses = []string{
-	string(run.StatusAccepted), string(run.StatusRunning), string(run.StatusSucceeded),
+	string(run.StatusAccepted), string(run.StatusRunning), string(run.StatusWaiting), string(run.StatusSucceeded),
 	string(run.StatusFailed), string(run.StatusCancelled),
 }
 

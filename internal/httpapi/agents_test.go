@@ -123,8 +123,9 @@ func TestAgentsCreateReadPublish(t *testing.T) {
 		"tools": map[string]any{"web": map[string]any{"provider_id": b.web["id"], "operations": []any{"fetch", "search"}},
 			"environment": nil, "connections": []any{}},
 		"skills": []any{}, "memories": []any{}, "subagents": []any{},
-		"limits":  map[string]any{"max_steps": float64(100), "max_tokens": float64(1000000), "timeout_seconds": float64(3600)},
-		"context": map[string]any{"strategy": "summarize"},
+		"limits":      map[string]any{"max_steps": float64(100), "max_tokens": float64(1000000), "timeout_seconds": float64(3600)},
+		"context":     map[string]any{"strategy": "summarize"},
+		"tool_policy": map[string]any{"toolsets": map[string]any{}, "tools": map[string]any{}, "approval_timeout_seconds": nil, "on_timeout": "deny"},
 	}, r1["config"])
 
 	// A changed configuration is revision 2, the new default.

@@ -14,12 +14,14 @@ import (
 // Event types of a thread's stream
 // (docs/decisions/0032-threads-runs-api-and-streams.md).
 const (
-	EventRunStatus        = "run.status"
-	EventMessageDelta     = "message.delta"
-	EventMessageCompleted = "message.completed"
-	EventToolCall         = "tool.call"
-	EventToolResult       = "tool.result"
-	EventError            = "error"
+	EventRunStatus         = "run.status"
+	EventMessageDelta      = "message.delta"
+	EventMessageCompleted  = "message.completed"
+	EventToolCall          = "tool.call"
+	EventToolResult        = "tool.result"
+	EventError             = "error"
+	EventApprovalRequested = "approval.requested"
+	EventApprovalDecided   = "approval.decided"
 )
 
 // Event is one event of a thread: its sequence number is gap-free per thread.

@@ -99,7 +99,7 @@ func claimedRun(c db.RunClaimRow) db.Run {
 		LeaseExpiresAt: c.LeaseExpiresAt, ReadyAt: c.ReadyAt, CancelRequestedAt: c.CancelRequestedAt,
 		CheckpointKey: c.CheckpointKey, Step: c.Step, Usage: c.Usage, Error: c.Error, CreatedByID: c.CreatedByID,
 		CreatedAt: c.CreatedAt, StartedAt: c.StartedAt, FinishedAt: c.FinishedAt, UpdatedAt: c.UpdatedAt,
-		WaitingCalls: c.WaitingCalls,
+		WaitingCalls: c.WaitingCalls, ApprovalWaitedSeconds: c.ApprovalWaitedSeconds,
 	}
 }
 

@@ -157,6 +157,9 @@ func (l *lifecycle) finishRun(ctx context.Context, tx pgx.Tx, r db.Run, status S
 			return db.Run{}, err
 		}
 	}
+	if err := l.closeApprovals(ctx, tx, r, ev); err != nil {
+		return db.Run{}, err
+	}
 	if err := l.cancelChildren(ctx, tx, r, ev); err != nil {
 		return db.Run{}, err
 	}

@@ -23,8 +23,12 @@ type Status string
 
 // The run statuses (docs/decisions/0027-runs-and-workers.md).
 const (
-	StatusAccepted  Status = "accepted"
-	StatusRunning   Status = "running"
+	StatusAccepted Status = "accepted"
+	StatusRunning  Status = "running"
+	// StatusWaiting: the run holds no worker slot until a person decides
+	// on a call of it or of a run below it
+	// (docs/decisions/0052-tool-approvals.md).
+	StatusWaiting   Status = "waiting"
 	StatusSucceeded Status = "succeeded"
 	StatusFailed    Status = "failed"
 	StatusCancelled Status = "cancelled"

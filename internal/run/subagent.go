@@ -89,22 +89,6 @@ func refusal(err error) error {
 	return err
 }
 
-// Suspend records that the attempt's run waits for the results of calls
-// (its children): the attempt ends uncharged and the run is claimable again
-// once every call has a result.
-func (s *Service) Suspend(ctx context.Context, l Lease, calls []string, toStep int32) error {
-	return s.fenced(ctx, l, func(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
-		msg := fmt.Sprintf("waiting for %d subagent result(s)", len(calls))
-		if err := s.endAttempt(ctx, tx, l, db.AttemptEndParams{ID: l.AttemptID, Status: "handed_off", Charged: false, ToStep: &toStep, Error: &msg}); err != nil {
-			return err
-		}
-		if err := s.q.RunSuspend(ctx, tx, db.RunSuspendParams{ID: r.ID, Calls: calls}); err != nil {
-			return err
-		}
-		return s.q.RunNotify(ctx, tx)
-	})
-}
-
 // CallResult is the answer to a waited call.
 type CallResult struct {
 	Content string

@@ -291,7 +291,7 @@ func TestService(t *testing.T) {
 func TestEventTypesAreTheEmittedEvents(t *testing.T) {
 	t.Parallel()
 	emitted := []string{
-		webhook.RunAccepted, webhook.RunStarted, webhook.RunSucceeded, webhook.RunFailed, webhook.RunCancelled,
+		webhook.RunAccepted, webhook.RunStarted, webhook.RunSucceeded, webhook.RunFailed, webhook.RunCancelled, webhook.RunWaiting,
 		webhook.ThreadIdle, webhook.AgentRevisionPublished, webhook.SkillRevisionPublished, webhook.InvitationAccepted,
 		webhook.EnvironmentStopped, webhook.EnvironmentDeleted,
 	}

@@ -35,6 +35,7 @@ var EventTypes = []string{
 	"run.failed",
 	"run.started",
 	"run.succeeded",
+	"run.waiting",
 	"skill.revision_published",
 	"thread.idle",
 }

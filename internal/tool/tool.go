@@ -27,6 +27,9 @@ type Tool struct {
 	// ctx (cancelled, lease lost, the environment gone): the step stops and is
 	// retried from the last checkpoint or the run fails.
 	Call func(ctx context.Context, args json.RawMessage) (Result, error)
+	// Toolset is the name of the toolset that made the tool (agent.Toolsets):
+	// an agent's tool policy may decide for all of its tools at once.
+	Toolset string
 }
 
 // Result is what a call gives back to the model.

@@ -19,6 +19,7 @@ const (
 	RunSucceeded           = "run.succeeded"
 	RunFailed              = "run.failed"
 	RunCancelled           = "run.cancelled"
+	RunWaiting             = "run.waiting"
 	ThreadIdle             = "thread.idle"
 	AgentRevisionPublished = "agent.revision_published"
 	SkillRevisionPublished = "skill.revision_published"
@@ -39,6 +40,7 @@ var EventTypes = []string{
 	RunFailed,
 	RunStarted,
 	RunSucceeded,
+	RunWaiting,
 	SkillRevisionPublished,
 	ThreadIdle,
 }

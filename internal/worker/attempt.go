@@ -120,7 +120,11 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 	case errors.Is(err, agentloop.ErrStopped) || errors.Is(cause, errDrained):
 		serr = a.w.runs.HandOff(ctx, l, 0, step, "the worker shut down; the run continues from its last checkpoint")
 	case errors.As(err, &se):
-		serr = a.w.runs.Suspend(ctx, l, se.Calls, step)
+		asks := make([]run.ApprovalRequest, len(se.Approvals))
+		for i, c := range se.Approvals {
+			asks[i] = run.ApprovalRequest{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		}
+		serr = a.w.runs.Suspend(ctx, l, se.Calls, asks, run.ApprovalTerms{Timeout: se.Terms.Timeout, OnTimeout: se.Terms.OnTimeout}, step)
 	case errors.As(err, &rl):
 		serr = a.w.runs.HandOff(ctx, l, rl.Delay, step, "the model's vendor asked to retry later: "+rl.Err.Error())
 	case err != nil:

@@ -48,6 +48,10 @@ type ExecutorDeps struct {
 	// limits.tool_arguments_bytes; 0: the llm package's defaults).
 	MaxOutputBytes       int
 	MaxToolArgumentBytes int
+	// ApprovalTimeout is how long a call waits for a person when the
+	// agent's tool policy does not say (worker.approval_timeout_seconds; 0:
+	// agent.DefaultApprovalTimeoutSeconds).
+	ApprovalTimeout time.Duration
 	// ToolResultShare is the share of a model's context window one tool
 	// result may take when sent (limits.tool_result_window_percent; 0:
 	// contextfit.DefaultToolResultShare).
@@ -69,6 +73,9 @@ func NewExecutor(d ExecutorDeps) *Executor {
 	if d.Clock == nil {
 		d.Clock = time.Now
 	}
+	if d.ApprovalTimeout <= 0 {
+		d.ApprovalTimeout = agent.DefaultApprovalTimeoutSeconds * time.Second
+	}
 	return &Executor{d: d}
 }
 
@@ -86,6 +93,7 @@ func (e *Executor) Execute(ctx context.Context, a *attempt) (agentloop.Outcome, 
 		return agentloop.Outcome{}, err
 	}
 	h := newHost(e, a)
+	h.terms = spec.Approval
 	defer h.close()
 	return agentloop.Run(ctx, spec, state, h)
 }
@@ -156,7 +164,28 @@ func (e *Executor) spec(ctx context.Context, c run.Claimed, rc tool.RunContext) 
 		MaxOutputBytes: e.d.MaxOutputBytes, MaxToolArgumentBytes: e.d.MaxToolArgumentBytes,
 		Context: contextPolicy(m, cfg, e.d.ToolResultShare),
 	}
+	spec.Policy, spec.Approval = toolPolicy(cfg.ToolPolicy, tools, e.d.ApprovalTimeout)
 	return spec, state, nil
+}
+
+// toolPolicy is the agent's tool policy over the run's tools: the tools
+// that ask for a person or are denied, by name, and the terms of a wait
+// for a person (the deployment's timeout when the agent sets none).
+func toolPolicy(p agent.ToolPolicy, tools []tool.Tool, timeout time.Duration) (map[string]string, agentloop.ApprovalTerms) {
+	var held map[string]string
+	for _, t := range tools {
+		switch d := p.Decide(t.Def.Name, t.Toolset); d {
+		case agent.PolicyAsk, agent.PolicyDeny:
+			if held == nil {
+				held = map[string]string{}
+			}
+			held[t.Def.Name] = d
+		}
+	}
+	if p.ApprovalTimeoutSeconds != nil {
+		timeout = time.Duration(*p.ApprovalTimeoutSeconds) * time.Second
+	}
+	return held, agentloop.ApprovalTerms{Timeout: timeout, OnTimeout: p.OnTimeoutOrDefault()}
 }
 
 // contextPolicy is how the run fits its conversation into the model's

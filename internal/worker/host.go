@@ -30,6 +30,8 @@ type host struct {
 	calls *callWrite
 	stop  chan struct{}
 	done  chan struct{}
+	// terms bound the waits for a person the run's calls ask for.
+	terms agentloop.ApprovalTerms
 }
 
 func newHost(e *Executor, a *attempt) *host {
@@ -213,6 +215,10 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 		msgs = append(msgs, run.Message{Role: "assistant", Content: rec.Assistant.Text, ToolCalls: calls})
 		evs = append(evs, run.NewEvent{Type: run.EventMessageCompleted, Data: run.MessageData{Role: "assistant", Content: rec.Assistant.Text, ToolCalls: calls}})
 	}
+	for _, c := range rec.Approvals {
+		evs = append(evs, run.NewEvent{Type: run.EventApprovalRequested, Data: run.ApprovalRequestedData{
+			CallID: c.ID, Name: c.Name, Arguments: c.Arguments, TimeoutSeconds: int(h.terms.Timeout.Seconds()), OnTimeout: h.terms.OnTimeout}})
+	}
 	callsOf := rec.Assistant.ToolCalls
 	if rec.Resumed {
 		callsOf = rec.Calls
@@ -271,6 +277,20 @@ func (h *host) Await(ctx context.Context, calls []string) (map[string]tool.Resul
 	out := make(map[string]tool.Result, len(got))
 	for id, r := range got {
 		out[id] = tool.Result{Text: r.Content, IsError: r.IsError}
+	}
+	return out, nil
+}
+
+// Decisions implements agentloop.Host: the decisions made on calls that
+// waited for a person.
+func (h *host) Decisions(ctx context.Context, calls []string) (map[string]agentloop.Decision, error) {
+	got, err := h.e.d.Runs.Decisions(ctx, h.a.c.Lease.RunID, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]agentloop.Decision, len(got))
+	for id, d := range got {
+		out[id] = agentloop.Decision{Approved: d.Approved, Reason: d.Reason}
 	}
 	return out, nil
 }

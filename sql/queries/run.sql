@@ -156,6 +156,9 @@ WITH RECURSIVE ws AS (
         lease_attempt_id = svc_id('att'),
         lease_worker = @worker::text,
         lease_expires_at = now() + make_interval(secs => @lease_seconds::float8),
+        approval_waited_seconds = r.approval_waited_seconds
+            + coalesce(extract(epoch FROM now() - r.waiting_since)::float8, 0),
+        waiting_since = NULL,
         updated_at = now()
     WHERE r.id = ANY (ARRAY(SELECT pick.id FROM pick))
     RETURNING r.*
@@ -200,10 +203,10 @@ SELECT leased.id, leased.workspace_id, leased.thread_id, leased.input_id, leased
     leased.attempts_used, leased.max_attempts, leased.attempt_count, leased.lease_attempt_id, leased.lease_worker,
     leased.lease_expires_at, leased.ready_at, leased.cancel_requested_at, leased.checkpoint_key, leased.step,
     leased.usage, leased.error, leased.created_by_id, leased.created_at, leased.started_at, leased.finished_at,
-    leased.updated_at, leased.waiting_calls,
+    leased.updated_at, leased.waiting_calls, leased.approval_waited_seconds,
     events.seq AS event_seq, events.at AS event_at, events.data AS event_data,
     (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM wake)::int AS hooks,
-    extract(epoch FROM now() - coalesce(leased.started_at, now()))::float8 AS elapsed_seconds
+    (extract(epoch FROM now() - coalesce(leased.started_at, now())) - leased.approval_waited_seconds)::float8 AS elapsed_seconds
 FROM leased
 JOIN events ON events.run_id = leased.id
 ORDER BY leased.id;
@@ -438,14 +441,20 @@ SELECT pg_notify('svc_run_cancel', @id::text);
 SELECT * FROM run WHERE parent_run_id = @parent_run_id AND parent_call_id = @parent_call_id;
 
 -- RunSuspend gives up the attempt's hold on a run that waits for its
--- children's results: it is claimable again once every call in
--- waiting_calls has a result (at once, if they all arrived already).
+-- children's results or for a person's decision on its calls: it is
+-- claimable again once every call in waiting_calls has a result or a
+-- decision (at once, if they all arrived already). status is running
+-- (waiting for children) or waiting (for a person, here or below).
 -- name: RunSuspend :exec
 UPDATE run r
 SET lease_attempt_id = NULL, lease_worker = NULL, lease_expires_at = NULL, waiting_calls = @calls::text[],
+    status = @status::text,
+    waiting_since = CASE WHEN @status::text = 'waiting' THEN coalesce(r.waiting_since, now()) ELSE NULL END,
     ready_at = CASE WHEN NOT EXISTS (
             SELECT 1 FROM unnest(@calls::text[]) AS c(id)
-            WHERE NOT EXISTS (SELECT 1 FROM run_call_result x WHERE x.run_id = r.id AND x.call_id = c.id))
+            WHERE NOT EXISTS (SELECT 1 FROM run_call_result x WHERE x.run_id = r.id AND x.call_id = c.id)
+                AND NOT EXISTS (SELECT 1 FROM run_approval p WHERE p.run_id = r.id AND p.call_id = c.id
+                    AND p.status IN ('approved', 'denied', 'expired')))
         THEN now() ELSE '9999-12-31T00:00:00Z'::timestamptz END,
     updated_at = now()
 WHERE r.id = @id;
@@ -456,13 +465,15 @@ VALUES (@run_id, @call_id, sqlc.narg('child_run_id'), @content, @is_error)
 ON CONFLICT (run_id, call_id) DO NOTHING;
 
 -- RunWakeIfAnswered makes a waiting run claimable once all its waited calls
--- have results; it answers whether it did.
+-- have results or decisions; it answers whether it did.
 -- name: RunWakeIfAnswered :execrows
 UPDATE run r SET ready_at = now(), updated_at = now()
 WHERE r.id = @id AND r.finished_at IS NULL AND r.lease_expires_at IS NULL AND r.ready_at = '9999-12-31T00:00:00Z'::timestamptz
     AND NOT EXISTS (
         SELECT 1 FROM unnest(r.waiting_calls) AS c(id)
-        WHERE NOT EXISTS (SELECT 1 FROM run_call_result x WHERE x.run_id = r.id AND x.call_id = c.id));
+        WHERE NOT EXISTS (SELECT 1 FROM run_call_result x WHERE x.run_id = r.id AND x.call_id = c.id)
+            AND NOT EXISTS (SELECT 1 FROM run_approval p WHERE p.run_id = r.id AND p.call_id = c.id
+                AND p.status IN ('approved', 'denied', 'expired')));
 
 -- name: CallResults :many
 SELECT * FROM run_call_result WHERE run_id = @run_id AND call_id = ANY(@call_ids::text[]);

@@ -140,8 +140,9 @@ func (t *Toolset) Tools(ctx context.Context, workspaceID string, refs []agent.Co
 				continue
 			}
 			out = append(out, tool.Tool{
-				Def:  definition(name, a, tg, cat.truncated),
-				Call: t.caller(workspaceID, tg.connectionID, a),
+				Def:     definition(name, a, tg, cat.truncated),
+				Call:    t.caller(workspaceID, tg.connectionID, a),
+				Toolset: agent.ToolsetConnection,
 			})
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/asset"
 	env "github.com/svcdev/svc/internal/environment"
 	"github.com/svcdev/svc/internal/llm"
@@ -152,16 +153,16 @@ func (s *envSession) tools() []tool.Tool {
 	return []tool.Tool{
 		{Def: llm.Tool{Name: "run_command", Description: "Runs a shell command in the environment's working directory and answers its exit code and output.",
 			Parameters: schema(`{"type":"object","properties":{"command":{"type":"string","description":"The command, run with sh -c."},"timeout_seconds":{"type":"integer","minimum":1,"maximum":3600}},"required":["command"],"additionalProperties":false}`)},
-			Call: s.runCommand},
+			Call: s.runCommand, Toolset: agent.ToolsetEnvironment},
 		{Def: llm.Tool{Name: "read_file", Description: "Reads a text file of the environment (at most 1 MiB).",
 			Parameters: schema(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
-			Call: s.readFile},
+			Call: s.readFile, Toolset: agent.ToolsetEnvironment},
 		{Def: llm.Tool{Name: "write_file", Description: "Writes a file of the environment, replacing it; missing directories are made.",
 			Parameters: schema(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}`)},
-			Call: s.writeFile},
+			Call: s.writeFile, Toolset: agent.ToolsetEnvironment},
 		{Def: llm.Tool{Name: "list_files", Description: "Lists a directory of the environment.",
 			Parameters: schema(`{"type":"object","properties":{"path":{"type":"string","description":"Directory; empty for the working directory."}},"additionalProperties":false}`)},
-			Call: s.listFiles},
+			Call: s.listFiles, Toolset: agent.ToolsetEnvironment},
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/endpoint"
 	mem "github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/provider/catalog"
@@ -129,9 +130,9 @@ func (t *Toolset) Tools(ctx context.Context, workspaceID string, memoryIDs []str
 	set := newMemorySet(ids, rows)
 	b := &binding{set: set, ts: t, workspaceID: workspaceID}
 	return []tool.Tool{
-		{Def: searchDef(set), Call: b.search},
-		{Def: readDef(set), Call: b.read},
-		{Def: writeDef(set), Call: b.write},
+		{Def: searchDef(set), Call: b.search, Toolset: agent.ToolsetMemory},
+		{Def: readDef(set), Call: b.read, Toolset: agent.ToolsetMemory},
+		{Def: writeDef(set), Call: b.write, Toolset: agent.ToolsetMemory},
 	}, nil
 }
 

@@ -68,7 +68,7 @@ func (t *Toolset) ForRun(ctx context.Context, rc tool.RunContext) ([]tool.Tool, 
 		}
 		out = append(out, tool.Tool{
 			Def:  llm.Tool{Name: tool.Name("agent_", head.Name, used), Description: desc, Parameters: taskParams},
-			Call: t.delegate(rc.Lease, sa.AgentID),
+			Call: t.delegate(rc.Lease, sa.AgentID), Toolset: agent.ToolsetSubagent,
 		})
 	}
 	return out, nil

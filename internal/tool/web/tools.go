@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/tool"
@@ -59,7 +60,7 @@ func Tools(c *Client, ops []string) []tool.Tool {
 					"the publication date. Use web_fetch to read a page in full.", c.typ.DisplayName),
 				Parameters: searchParams,
 			},
-			Call: c.callSearch,
+			Call: c.callSearch, Toolset: agent.ToolsetWeb,
 		})
 	}
 	if want(catalog.OperationFetch) {
@@ -70,7 +71,7 @@ func Tools(c *Client, ops []string) []tool.Tool {
 					"at most %d KB; truncated is true when the content was cut.", c.typ.DisplayName, MaxContentBytes>>10),
 				Parameters: fetchParams,
 			},
-			Call: c.callFetch,
+			Call: c.callFetch, Toolset: agent.ToolsetWeb,
 		})
 	}
 	return out
