@@ -23,6 +23,8 @@ func (c *Console) runsRoutes() []route {
 		{Method: http.MethodPost, Path: "/runs/new", Twin: "startRun", Handle: c.startRun},
 		{Method: http.MethodGet, Path: "/runs/:run", Twin: "getRun", Handle: c.runPage},
 		{Method: http.MethodPost, Path: "/runs/:run/cancel", Twin: "cancelRun", Handle: c.cancelRun},
+		{Method: http.MethodPost, Path: "/runs/:run/approvals", Twin: "decideRunApproval", Handle: c.decideApproval},
+		{Method: http.MethodGet, Path: "/runs/approvals", Twin: "listRunApprovals", Handle: c.approvalsInbox},
 		{Method: http.MethodGet, Path: "/runs/threads/:thread", Twin: "getThread", Handle: c.threadPage},
 		{Method: http.MethodPost, Path: "/runs/threads/:thread/inputs", Twin: "postThreadInput", Handle: c.postThreadInput},
 		{Method: http.MethodGet, Path: "/runs/threads/:thread/stream", Twin: "streamThread", Handle: c.streamThread},
@@ -144,6 +146,9 @@ type runPage struct {
 	// Live is the URL of the thread's stream after the last event shown,
 	// while the run is not finished ("" once it is).
 	Live string
+	// Pending are the tool calls of the run (and of runs below it) that
+	// wait for a person's decision.
+	Pending []run.Approval
 }
 
 // Finished reports whether the run ended.
@@ -167,6 +172,8 @@ type timelineEntry struct {
 	Call     *run.ToolCallData
 	Result   *run.ToolResultData
 	Problem  *run.ErrorData
+	Asked    *run.ApprovalRequestedData
+	Decided  *run.ApprovalDecidedData
 	Unparsed bool
 }
 
@@ -234,6 +241,12 @@ func appendEntry(out []timelineEntry, e run.Event) []timelineEntry {
 	case run.EventError:
 		t.Problem = &run.ErrorData{}
 		err = json.Unmarshal(e.Data, t.Problem)
+	case run.EventApprovalRequested:
+		t.Asked = &run.ApprovalRequestedData{}
+		err = json.Unmarshal(e.Data, t.Asked)
+	case run.EventApprovalDecided:
+		t.Decided = &run.ApprovalDecidedData{}
+		err = json.Unmarshal(e.Data, t.Decided)
 	default:
 		t.Unparsed = true
 	}
@@ -262,6 +275,11 @@ func (c *Console) runView(r *wsRequest, runID string, v view) (view, error) {
 		return v, err
 	}
 	d := &runPage{Run: rn, Agent: ag, Attempts: atts, Timeline: tl, Truncated: more}
+	if rn.Status == run.StatusWaiting {
+		if d.Pending, err = c.svc.Runs.PendingApprovals(r.ctx(), r.caller, rn.ID); err != nil {
+			return v, err
+		}
+	}
 	if !rn.Status.Finished() {
 		d.Live = r.path("runs", "threads", rn.ThreadID, "stream") + "?after=" + strconv.FormatInt(last, 10)
 	}
@@ -298,4 +316,61 @@ func (c *Console) cancelRun(r *wsRequest) error {
 		notice = "The run was asked to stop: its worker ends it as cancelled within moments."
 	}
 	return r.redirect(r.path("runs", rn.ID), notice)
+}
+
+// decideApproval approves or denies a tool call a run waits on (POST): the
+// run continues from its checkpoint, running the call or telling the model
+// it was denied and why.
+func (c *Console) decideApproval(r *wsRequest) error {
+	in := run.DecideInput{CallID: r.form.Get("call_id"), Decision: r.form.Get("decision"), Message: strings.TrimSpace(r.form.Get("message"))}
+	a, err := c.svc.Runs.DecideApproval(r.ctx(), r.caller, r.ec.Param("run"), in)
+	if err != nil {
+		v := view{Form: map[string]string{"message": in.Message}}
+		status, ok := formError(&v, err)
+		if !ok {
+			return err
+		}
+		v, verr := c.runView(r, r.ec.Param("run"), v)
+		if verr != nil {
+			return verr
+		}
+		return c.renderIn(r, status, "run", "runs", v)
+	}
+	notice := "The call " + a.Name + " is approved: the run goes on and runs it."
+	if in.Decision == run.DecisionDeny {
+		notice = "The call " + a.Name + " is denied: the run goes on and the model is told why."
+	}
+	back := r.form.Get("back")
+	if back != "inbox" {
+		return r.redirect(r.path("runs", r.ec.Param("run")), notice)
+	}
+	return r.redirect(r.path("runs", "approvals"), notice)
+}
+
+// approvalsPage is what the approvals inbox shows.
+type approvalsPage struct {
+	Runs []run.WaitingRun
+	Next string
+}
+
+// approvalsInbox lists the runs that wait for a person's decision on a
+// tool call, newest first, with their calls (GET).
+func (c *Console) approvalsInbox(r *wsRequest) error {
+	v := view{Title: "Waiting for approval"}
+	var cursor *string
+	if cur := r.ec.QueryParam("cursor"); cur != "" {
+		cursor = &cur
+	}
+	page, err := c.svc.Runs.ListWaiting(r.ctx(), r.caller, nil, cursor)
+	if err != nil {
+		if _, ok := formError(&v, err); !ok {
+			return err
+		}
+	}
+	d := &approvalsPage{Runs: page.Items}
+	if page.NextCursor != nil {
+		d.Next = *page.NextCursor
+	}
+	v.Data = d
+	return c.renderIn(r, http.StatusOK, "approvals", "runs", v)
 }

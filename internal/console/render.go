@@ -18,6 +18,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/session"
 )
 
@@ -58,6 +59,18 @@ var funcs = template.FuncMap{
 	"empty": func(text, linkURL, linkText string) emptyList { return emptyList{text, linkURL, linkText} },
 	// pretty indents a JSON document for reading; anything else is shown as it is.
 	"pretty": prettyJSON,
+	// approvalOf is what the approval partial needs: the page, a pending
+	// call, the run whose page shows it and where a decision goes back to.
+	"approvalOf": func(v view, a run.Approval, runID, back string) approvalPart {
+		return approvalPart{V: v, A: a, RunID: runID, Back: back}
+	},
+}
+
+type approvalPart struct {
+	V     view
+	A     run.Approval
+	RunID string
+	Back  string
 }
 
 type pagerLink struct{ Next string }

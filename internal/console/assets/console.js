@@ -152,6 +152,16 @@
           if (data.error) s.appendChild(el("span", "field-error", " · " + data.error.code + ": " + data.error.message));
           setStatus(data.status);
           break;
+        case "approval.requested":
+          current = null;
+          line(li, "Waiting for a person to approve ", data.name);
+          li.appendChild(el("pre", null, pretty(data.arguments)));
+          break;
+        case "approval.decided":
+          current = null;
+          line(li, data.timed_out ? "Nobody decided in time on " : (data.decision === "approve" ? "Approved: " : "Denied: "), data.name,
+            data.message ? " · " + data.message : "");
+          break;
         case "error":
         case "run.error":
           current = null;
@@ -160,6 +170,13 @@
       }
       details(li, "Event data", data);
       list.appendChild(li);
+      if (ev.type === "run.status" && runID && data.status === "waiting" && window.htmx) {
+        // The run waits for a decision: show the page again with the
+        // forms to make it (the swap ends this stream; the page opens the
+        // next one).
+        window.htmx.ajax("GET", window.location.pathname, { target: "#page", select: "#page", swap: "outerHTML" });
+        return;
+      }
       if (ev.type === "run.status" && runID && finished[data.status]) {
         // The run ended: stop following, and show the page again for its
         // usage, attempts and error.
