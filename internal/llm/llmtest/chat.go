@@ -12,9 +12,12 @@
 //
 // A server made with Window refuses a request longer than its context
 // window as its vendor does (HTTP 400: OpenAI's context_length_exceeded,
-// Anthropic's "prompt is too long"), counting a request's tokens as its
-// body's bytes over four, and reports that count as the usage's prompt
-// tokens.
+// Anthropic's "prompt is too long"), and reports a request's length as the
+// usage's prompt tokens. It counts a request's tokens as the bytes over
+// four of its body as chat completions send it: a messages server counts
+// the same conversation's chat completions body, since a tokenizer counts
+// the text and not the framing of content blocks (wordier in the messages
+// protocol), so a conversation is as long for either server.
 package llmtest
 
 import (
@@ -81,6 +84,8 @@ type wire struct {
 	// check answers the status and message a request is refused with as
 	// the vendor would, 0 when it is accepted.
 	check func(r *http.Request, body []byte, req Request) (int, string)
+	// tokens counts a request's tokens.
+	tokens func(body []byte, req Request) int
 	// errorBody is the vendor's error body of status.
 	errorBody func(status int, message string) any
 	// tooLong is the vendor's refusal (HTTP 400) of a request of tokens
@@ -94,7 +99,7 @@ type wire struct {
 type Option func(*Server)
 
 // Window makes the server refuse, as its vendor does, a request longer
-// than tokens (its body's bytes over four), and report a request's length
+// than tokens (counted as the package's doc says), and report a request's length
 // as its prompt tokens.
 func Window(tokens int) Option { return func(s *Server) { s.window = tokens } }
 
@@ -110,7 +115,7 @@ func (s *Server) FloodSent() int64 { return s.flooded.Load() }
 // Close it when done.
 func NewChatServer(script []Turn, opts ...Option) *ChatServer {
 	return start(wire{path: "/chat/completions", check: func(*http.Request, []byte, Request) (int, string) { return 0, "" },
-		errorBody: chatError, tooLong: chatTooLong, stream: (*Server).streamChat}, script, opts)
+		tokens: func(body []byte, _ Request) int { return tokens(body) }, errorBody: chatError, tooLong: chatTooLong, stream: (*Server).streamChat}, script, opts)
 }
 
 func start(w wire, script []Turn, opts []Option) *Server {
@@ -154,7 +159,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, s.wire.errorBody(http.StatusBadRequest, "bad json"))
 		return
 	}
-	req.Tokens = tokens(body)
+	req.Tokens = s.wire.tokens(body, req)
 	status, msg := s.wire.check(r, body, req)
 	req.Refused = status == 0 && s.window > 0 && req.Tokens > s.window
 	s.mu.Lock()

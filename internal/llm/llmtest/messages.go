@@ -19,7 +19,7 @@ import (
 // tool_result is not in the next message, or a tool_result whose tool_use
 // is not in the previous one.
 func NewMessagesServer(script []Turn, opts ...Option) *Server {
-	return start(wire{path: "/v1/messages", check: checkMessages, errorBody: messagesError, tooLong: messagesTooLong,
+	return start(wire{path: "/v1/messages", check: checkMessages, tokens: messagesTokens, errorBody: messagesError, tooLong: messagesTooLong,
 		stream: (*Server).streamMessages}, script, opts)
 }
 
@@ -50,6 +50,40 @@ func messagesError(status int, message string) any {
 // model's context window.
 func messagesTooLong(window, tokens int) any {
 	return messagesError(http.StatusBadRequest, fmt.Sprintf("prompt is too long: %d tokens > %d maximum", tokens, window))
+}
+
+// messagesTokens counts a messages request as its conversation's chat
+// completions body (see the package's doc).
+func messagesTokens(_ []byte, req Request) int {
+	var msgs []map[string]any
+	if s := req.System(); s != "" {
+		msgs = append(msgs, map[string]any{"role": "system", "content": s})
+	}
+	for _, m := range req.Conversation() {
+		msg := map[string]any{"role": m.Role, "content": m.Text}
+		if m.ToolCallID != "" {
+			msg["tool_call_id"] = m.ToolCallID
+		}
+		var calls []any
+		for _, c := range m.ToolCalls {
+			calls = append(calls, map[string]any{"type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+		}
+		if len(calls) > 0 {
+			msg["tool_calls"] = calls
+		}
+		msgs = append(msgs, msg)
+	}
+	body := map[string]any{"model": req.Model, "stream": true, "messages": msgs}
+	var tools []any
+	for _, t := range req.Tools {
+		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{
+			"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}})
+	}
+	if len(tools) > 0 {
+		body["tools"] = tools
+	}
+	b, _ := json.Marshal(body)
+	return tokens(b)
 }
 
 func checkMessages(r *http.Request, body []byte, req Request) (int, string) {

@@ -16,8 +16,8 @@ type Request struct {
 	// (a string or a list of text blocks); chat completions send the system
 	// prompt as a message instead.
 	SystemParam any `json:"system"`
-	// Tokens is the request's length as the server counts it (its body's
-	// bytes over four).
+	// Tokens is the request's length as the server counts it (see the
+	// package's doc).
 	Tokens int `json:"-"`
 	// Refused is set when the server refused the request as longer than
 	// its window.
