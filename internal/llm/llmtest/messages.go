@@ -160,8 +160,8 @@ func checkMessages(r *http.Request, body []byte, req Request) (int, string) {
 }
 
 // streamMessages streams turn as Anthropic's events: message_start, a
-// text block when the turn has text (or nothing else), a tool_use block a
-// call whose input comes in pieces, message_delta with the stop reason and
+// text block when the turn has text (or nothing else), a tool_use block
+// per call with its input in pieces, message_delta with the stop reason and
 // message_stop, with a ping after the start as the API sends.
 func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req Request, n int, turn Turn) {
 	w.Header().Set("Content-Type", "text/event-stream")
