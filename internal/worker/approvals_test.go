@@ -141,79 +141,86 @@ func eventTypes(t *testing.T, b *bundle, threadID string) []string {
 // once approved, it is claimed again and the call runs.
 func TestApprovalApprovedRunsTheCall(t *testing.T) {
 	t.Parallel()
-	b := setup(t, askScript, 3)
-	agentID := approvalAgent(t, b, `{"tools":{"lookup":"ask"}}`)
-	spelled := &atomic.Int32{}
-	approvalWorker(t, b, "w1", spelled)
+	forVendors(t, func(t *testing.T, v vendor) {
+		b := setupOn(t, v, askScript, 3)
+		agentID := approvalAgent(t, b, `{"tools":{"lookup":"ask"}}`)
+		spelled := &atomic.Int32{}
+		approvalWorker(t, b, "w1", spelled)
 
-	r, call := waitingCall(t, b, agentID)
-	require.EqualValues(t, 1, spelled.Load(), "the step's other call ran")
-	require.Zero(t, b.calls.Load(), "the held call did not run")
-	var leased bool
-	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT lease_attempt_id IS NOT NULL FROM run WHERE id = $1`, r.ID).Scan(&leased))
-	require.False(t, leased, "a waiting run holds no lease")
-	require.Contains(t, eventTypes(t, b, r.ThreadID), run.EventApprovalRequested)
-	page, err := b.runs.ListWaiting(t.Context(), b.caller, nil, nil)
-	require.NoError(t, err)
-	require.Len(t, page.Items, 1)
-	require.Equal(t, r.ID, page.Items[0].Run.ID)
-	require.Len(t, page.Items[0].Pending, 1)
+		r, call := waitingCall(t, b, agentID)
+		require.EqualValues(t, 1, spelled.Load(), "the step's other call ran")
+		require.Zero(t, b.calls.Load(), "the held call did not run")
+		var leased bool
+		require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT lease_attempt_id IS NOT NULL FROM run WHERE id = $1`, r.ID).Scan(&leased))
+		require.False(t, leased, "a waiting run holds no lease")
+		require.Contains(t, eventTypes(t, b, r.ThreadID), run.EventApprovalRequested)
+		page, err := b.runs.ListWaiting(t.Context(), b.caller, nil, nil)
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1)
+		require.Equal(t, r.ID, page.Items[0].Run.ID)
+		require.Len(t, page.Items[0].Pending, 1)
 
-	a, err := b.runs.DecideApproval(t.Context(), b.caller, r.ID, run.DecideInput{CallID: call.CallID, Decision: run.DecisionApprove})
-	require.NoError(t, err)
-	require.Equal(t, run.ApprovalApproved, a.Status)
-	require.Equal(t, b.caller.PrincipalID, *a.DecidedByID)
+		a, err := b.runs.DecideApproval(t.Context(), b.caller, r.ID, run.DecideInput{CallID: call.CallID, Decision: run.DecisionApprove})
+		require.NoError(t, err)
+		require.Equal(t, run.ApprovalApproved, a.Status)
+		require.Equal(t, b.caller.PrincipalID, *a.DecidedByID)
 
-	got := b.waitRun(t, r.ID, 10*time.Second)
-	require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
-	require.EqualValues(t, 1, b.calls.Load())
-	require.EqualValues(t, 1, spelled.Load(), "the call that ran is not run again")
-	tools := toolMessages(t, b, r.ThreadID)
-	require.Len(t, tools, 2)
-	require.Equal(t, "banana has 6 letters", tools[0].Content)
-	require.True(t, strings.HasPrefix(tools[1].Content, "spelled "))
-	types := eventTypes(t, b, r.ThreadID)
-	require.Contains(t, types, run.EventApprovalDecided)
-	var audits int
-	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_event WHERE action = 'run.approval_approved' AND subject_id = $1 AND actor_id = $2`,
-		r.ID, b.caller.PrincipalID).Scan(&audits))
-	require.Equal(t, 1, audits)
+		got := b.waitRun(t, r.ID, 10*time.Second)
+		require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
+		require.EqualValues(t, 1, b.calls.Load())
+		require.EqualValues(t, 1, spelled.Load(), "the call that ran is not run again")
+		tools := toolMessages(t, b, r.ThreadID)
+		require.Len(t, tools, 2)
+		require.Equal(t, "banana has 6 letters", tools[0].Content)
+		require.True(t, strings.HasPrefix(tools[1].Content, "spelled "))
+		reqs := b.model.Requests()
+		sent := toolContents(reqs[len(reqs)-1])
+		require.Len(t, sent, 2, "the model reads both results of the step")
+		require.Equal(t, "banana has 6 letters", sent[0])
+		types := eventTypes(t, b, r.ThreadID)
+		require.Contains(t, types, run.EventApprovalDecided)
+		var audits int
+		require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_event WHERE action = 'run.approval_approved' AND subject_id = $1 AND actor_id = $2`,
+			r.ID, b.caller.PrincipalID).Scan(&audits))
+		require.Equal(t, 1, audits)
 
-	// Decided once: a second decision is refused.
-	_, err = b.runs.DecideApproval(t.Context(), b.caller, r.ID, run.DecideInput{CallID: call.CallID, Decision: run.DecisionDeny})
-	require.Equal(t, apperr.KindConflict, apperr.KindOf(err), "%v", err)
-	_, err = b.runs.DecideApproval(t.Context(), b.caller, r.ID, run.DecideInput{CallID: "call_nothing", Decision: run.DecisionApprove})
-	require.Equal(t, apperr.KindConflict, apperr.KindOf(err), "%v", err)
+		// Decided once: a second decision is refused.
+		_, err = b.runs.DecideApproval(t.Context(), b.caller, r.ID, run.DecideInput{CallID: call.CallID, Decision: run.DecisionDeny})
+		require.Equal(t, apperr.KindConflict, apperr.KindOf(err), "%v", err)
+		_, err = b.runs.DecideApproval(t.Context(), b.caller, r.ID, run.DecideInput{CallID: "call_nothing", Decision: run.DecisionApprove})
+		require.Equal(t, apperr.KindConflict, apperr.KindOf(err), "%v", err)
+	})
 }
 
 // TestApprovalDeniedTellsTheModel: a denied call does not run and the
 // model reads that a person denied it, with their message.
 func TestApprovalDeniedTellsTheModel(t *testing.T) {
 	t.Parallel()
-	b := setup(t, askScript, 3)
-	agentID := approvalAgent(t, b, `{"toolsets":{},"tools":{"lookup":"ask"}}`)
-	approvalWorker(t, b, "w1", &atomic.Int32{})
-	r, call := waitingCall(t, b, agentID)
+	forVendors(t, func(t *testing.T, v vendor) {
+		b := setupOn(t, v, askScript, 3)
+		agentID := approvalAgent(t, b, `{"toolsets":{},"tools":{"lookup":"ask"}}`)
+		approvalWorker(t, b, "w1", &atomic.Int32{})
+		r, call := waitingCall(t, b, agentID)
 
-	_, err := b.runs.DecideApproval(t.Context(), b.caller, r.ID, run.DecideInput{CallID: call.CallID, Decision: run.DecisionDeny, Message: "not on a Sunday"})
-	require.NoError(t, err)
-	got := b.waitRun(t, r.ID, 10*time.Second)
-	require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
-	require.Zero(t, b.calls.Load())
-	tools := toolMessages(t, b, r.ThreadID)
-	require.Equal(t, "the call was not run: a person denied it, saying: not on a Sunday", tools[0].Content)
-	require.True(t, tools[0].IsError)
-	reqs := b.model.Requests()
-	require.Contains(t, toolContents(reqs[len(reqs)-1]), "the call was not run: a person denied it, saying: not on a Sunday")
+		_, err := b.runs.DecideApproval(t.Context(), b.caller, r.ID, run.DecideInput{CallID: call.CallID, Decision: run.DecisionDeny, Message: "not on a Sunday"})
+		require.NoError(t, err)
+		got := b.waitRun(t, r.ID, 10*time.Second)
+		require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
+		require.Zero(t, b.calls.Load())
+		tools := toolMessages(t, b, r.ThreadID)
+		require.Equal(t, "the call was not run: a person denied it, saying: not on a Sunday", tools[0].Content)
+		require.True(t, tools[0].IsError)
+		reqs := b.model.Requests()
+		require.Contains(t, toolContents(reqs[len(reqs)-1]), "the call was not run: a person denied it, saying: not on a Sunday")
+	})
 }
 
-// toolContents are the contents of the tool messages of a model request.
+// toolContents are the contents of the tool results of a model request.
 func toolContents(req llmtest.Request) []string {
 	var out []string
-	for _, m := range req.Messages {
-		if m["role"] == "tool" {
-			s, _ := m["content"].(string)
-			out = append(out, s)
+	for _, m := range req.Conversation() {
+		if m.Role == "tool" {
+			out = append(out, m.Text)
 		}
 	}
 	return out
@@ -223,17 +230,19 @@ func toolContents(req llmtest.Request) []string {
 // called; the model is told, and the run does not wait.
 func TestDenyPolicyNeverRunsTheTool(t *testing.T) {
 	t.Parallel()
-	b := setup(t, askScript, 3)
-	agentID := approvalAgent(t, b, `{"tools":{"lookup":"deny"}}`)
-	approvalWorker(t, b, "w1", &atomic.Int32{})
-	r, err := b.runs.Start(t.Context(), b.caller, run.StartInput{AgentID: agentID, Input: "How long is banana?"})
-	require.NoError(t, err)
-	got := b.waitRun(t, r.ID, 10*time.Second)
-	require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
-	require.Zero(t, b.calls.Load())
-	require.NotContains(t, eventTypes(t, b, r.ThreadID), run.EventApprovalRequested)
-	reqs := b.model.Requests()
-	require.Contains(t, toolContents(reqs[1]), `the call was not run: the agent's tool policy denies the tool "lookup"`)
+	forVendors(t, func(t *testing.T, v vendor) {
+		b := setupOn(t, v, askScript, 3)
+		agentID := approvalAgent(t, b, `{"tools":{"lookup":"deny"}}`)
+		approvalWorker(t, b, "w1", &atomic.Int32{})
+		r, err := b.runs.Start(t.Context(), b.caller, run.StartInput{AgentID: agentID, Input: "How long is banana?"})
+		require.NoError(t, err)
+		got := b.waitRun(t, r.ID, 10*time.Second)
+		require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
+		require.Zero(t, b.calls.Load())
+		require.NotContains(t, eventTypes(t, b, r.ThreadID), run.EventApprovalRequested)
+		reqs := b.model.Requests()
+		require.Contains(t, toolContents(reqs[1]), `the call was not run: the agent's tool policy denies the tool "lookup"`)
+	})
 }
 
 // TestApprovalTimeout: a call nobody decides on is denied when its

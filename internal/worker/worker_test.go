@@ -24,6 +24,7 @@ import (
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/endpoint"
+	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
@@ -34,6 +35,7 @@ import (
 	"github.com/svcdev/svc/internal/refcheck"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/secret"
 	"github.com/svcdev/svc/internal/skill"
 	"github.com/svcdev/svc/internal/testdb"
 	"github.com/svcdev/svc/internal/testfactory"
@@ -48,7 +50,7 @@ type bundle struct {
 	caller  *auth.Caller
 	agentID string
 	exec    *worker.Executor
-	model   *llmtest.ChatServer
+	model   *llmtest.Server
 	store   objectstore.Store
 	calls   *atomic.Int32
 	ring    *keyring.Ring
@@ -76,7 +78,45 @@ func lookupTool(calls *atomic.Int32) tool.Toolset {
 	}
 }
 
+// vendor is how a bundle's model is served: a scripted server speaking one
+// vendor's protocol, and the provider type, API and base_url that reach it.
+type vendor struct {
+	name     string
+	provider string
+	api      string
+	serve    func(script []llmtest.Turn, opts ...llmtest.Option) *llmtest.Server
+	// base follows the server's URL in the provider's base_url.
+	base string
+	// keyed providers hold an API key, which the type requires.
+	keyed bool
+}
+
+var (
+	openAIChat        = vendor{name: "openai_chat", provider: "openai_compatible", api: "chat_completions", serve: llmtest.NewChatServer, base: "/v1"}
+	anthropicMessages = vendor{name: "anthropic_messages", provider: "anthropic", api: "messages", serve: llmtest.NewMessagesServer, keyed: true}
+	// vendors are the protocols the engine's key tests run against.
+	vendors = []vendor{openAIChat, anthropicMessages}
+)
+
+// forVendors runs test as a parallel subtest for each of vendors.
+func forVendors(t *testing.T, test func(t *testing.T, v vendor)) {
+	t.Helper()
+	for _, v := range vendors {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, v)
+		})
+	}
+}
+
 func setup(t testing.TB, script []llmtest.Turn, maxAttempts int, opts ...llmtest.Option) *bundle {
+	t.Helper()
+	return setupOn(t, openAIChat, script, maxAttempts, opts...)
+}
+
+// setupOn is setup with the model served by v's scripted server, through
+// a provider of v's type.
+func setupOn(t testing.TB, v vendor, script []llmtest.Turn, maxAttempts int, opts ...llmtest.Option) *bundle {
 	t.Helper()
 	ctx := t.Context()
 	pool := testdb.New(t)
@@ -85,7 +125,7 @@ func setup(t testing.TB, script []llmtest.Turn, maxAttempts int, opts ...llmtest
 	require.NoError(t, keyring.Generate(path))
 	ring, err := keyring.Load(path)
 	require.NoError(t, err)
-	srv := llmtest.NewChatServer(script, opts...)
+	srv := v.serve(script, opts...)
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL)
 	require.NoError(t, err)
@@ -94,7 +134,14 @@ func setup(t testing.TB, script []llmtest.Turn, maxAttempts int, opts ...llmtest
 	policy := &endpoint.Policy{AllowHTTP: true, AllowedPorts: []uint16{uint16(port)},
 		AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 
-	testfactory.Model(t, pool, admin.Owner(), &testfactory.ModelOpts{Model: "scripted-1", Provider: &testfactory.ProviderOpts{Config: baseURL(srv)}})
+	providerID := id.New(id.Provider)
+	var cred []byte
+	if v.keyed {
+		cred, err = secret.Seal(ring, providerID, map[string]any{"api_key": "sk-scripted"})
+		require.NoError(t, err)
+	}
+	testfactory.Model(t, pool, admin.Owner(), &testfactory.ModelOpts{Model: "scripted-1", API: v.api, Provider: &testfactory.ProviderOpts{
+		ID: providerID, Type: v.provider, Credential: cred, Config: json.RawMessage(`{"base_url":"` + srv.URL + v.base + `"}`)}})
 	reg, err := catalog.New(catalog.Options{})
 	require.NoError(t, err)
 	agents := agent.NewService(pool, reg, refcheck.None{})

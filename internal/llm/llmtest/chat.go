@@ -1,6 +1,8 @@
-// Package llmtest serves scripted conversations over the OpenAI chat
-// completions wire protocol (streamed, server-sent events flushed per
-// chunk), for tests of what calls models: the worker, the API, the binary.
+// Package llmtest serves scripted conversations over the vendors' wire
+// protocols, for tests of what calls models: the worker, the API, the
+// binary. NewChatServer speaks OpenAI's chat completions, NewMessagesServer
+// Anthropic's messages; both stream their answers as server-sent events
+// flushed per chunk.
 //
 // A script is a list of turns. The turn a request gets is chosen by the
 // conversation it sends, not by the order of requests: the number of
@@ -9,9 +11,13 @@
 // same question again.
 //
 // A server made with Window refuses a request longer than its context
-// window as OpenAI does (HTTP 400, code context_length_exceeded), counting
-// a request's tokens as its body's bytes over four, and reports that count
-// as the usage's prompt tokens.
+// window as its vendor does (HTTP 400: OpenAI's context_length_exceeded,
+// Anthropic's "prompt is too long"), and reports a request's length as the
+// usage's prompt tokens. It counts a request's tokens as the bytes over
+// four of its body as chat completions send it: a messages server counts
+// the same conversation's chat completions body, since a tokenizer counts
+// the text and not the framing of content blocks (wordier in the messages
+// protocol), so a conversation is as long for either server.
 package llmtest
 
 import (
@@ -35,7 +41,8 @@ type Turn struct {
 	ChunkDelay time.Duration
 	// ToolCalls are asked for after the text.
 	ToolCalls []Call
-	// Status, when not 0 or 200, is answered instead (with an OpenAI error body).
+	// Status, when not 0 or 200, is answered instead (with the vendor's
+	// error body).
 	Status int
 	// Flood, when set, streams that many bytes after Text, 32 KiB a chunk,
 	// as text or, with FloodArguments, as the arguments of one tool call
@@ -52,34 +59,11 @@ type Call struct {
 	Arguments string
 }
 
-// Request is what the server received.
-type Request struct {
-	Model    string           `json:"model"`
-	Messages []map[string]any `json:"messages"`
-	Tools    []map[string]any `json:"tools"`
-	// Tokens is the request's length as the server counts it (its body's
-	// bytes over four).
-	Tokens int `json:"-"`
-	// Refused is set when the server refused the request as longer than
-	// its window.
-	Refused bool `json:"-"`
-}
-
-// System is the request's system message ("" when it has none).
-func (r Request) System() string {
-	for _, m := range r.Messages {
-		if m["role"] == "system" {
-			s, _ := m["content"].(string)
-			return s
-		}
-	}
-	return ""
-}
-
-// ChatServer is a scripted chat completions endpoint at URL (the base URL:
-// requests go to URL + "/chat/completions").
-type ChatServer struct {
+// Server is a scripted model endpoint at URL, which is the base URL of its
+// vendor's API as a provider's base_url names it.
+type Server struct {
 	*httptest.Server
+	wire   wire
 	script []Turn
 	window int
 	cycle  bool
@@ -89,25 +73,53 @@ type ChatServer struct {
 	flooded  atomic.Int64
 }
 
-// Option changes how a server answers.
-type Option func(*ChatServer)
+// ChatServer is a Server speaking chat completions: requests go to URL +
+// "/chat/completions".
+type ChatServer = Server
 
-// Window makes the server refuse, as OpenAI does, a request longer than
-// tokens (its body's bytes over four), and report a request's length as
-// its prompt tokens.
-func Window(tokens int) Option { return func(s *ChatServer) { s.window = tokens } }
+// wire is what a vendor's protocol makes a server do its own way.
+type wire struct {
+	// path ends the path requests are posted to.
+	path string
+	// check answers the status and message a request is refused with as
+	// the vendor would, 0 when it is accepted.
+	check func(r *http.Request, body []byte, req Request) (int, string)
+	// tokens counts a request's tokens.
+	tokens func(body []byte, req Request) int
+	// errorBody is the vendor's error body of status.
+	errorBody func(status int, message string) any
+	// tooLong is the vendor's refusal (HTTP 400) of a request of tokens
+	// longer than window.
+	tooLong func(window, tokens int) any
+	// stream answers turn, the script's n-th.
+	stream func(s *Server, w http.ResponseWriter, r *http.Request, req Request, n int, turn Turn)
+}
+
+// Option changes how a server answers.
+type Option func(*Server)
+
+// Window makes the server refuse, as its vendor does, a request longer
+// than tokens (counted as the package's doc says), and report a request's length
+// as its prompt tokens.
+func Window(tokens int) Option { return func(s *Server) { s.window = tokens } }
 
 // Cycle makes the server answer a conversation with n assistant messages
 // with turn n modulo the script's length, so a script never runs out: for
 // long threads, whose conversation a client may shorten.
-func Cycle() Option { return func(s *ChatServer) { s.cycle = true } }
+func Cycle() Option { return func(s *Server) { s.cycle = true } }
 
 // FloodSent is the bytes of flood chunks written so far (see Turn.Flood).
-func (s *ChatServer) FloodSent() int64 { return s.flooded.Load() }
+func (s *Server) FloodSent() int64 { return s.flooded.Load() }
 
-// NewChatServer starts a server playing script; Close it when done.
+// NewChatServer starts a server playing script over chat completions;
+// Close it when done.
 func NewChatServer(script []Turn, opts ...Option) *ChatServer {
-	s := &ChatServer{script: script}
+	return start(wire{path: "/chat/completions", check: func(*http.Request, []byte, Request) (int, string) { return 0, "" },
+		tokens: func(body []byte, _ Request) int { return tokens(body) }, errorBody: chatError, tooLong: chatTooLong, stream: (*Server).streamChat}, script, opts)
+}
+
+func start(w wire, script []Turn, opts []Option) *Server {
+	s := &Server{wire: w, script: script}
 	for _, o := range opts {
 		o(s)
 	}
@@ -119,15 +131,23 @@ func NewChatServer(script []Turn, opts ...Option) *ChatServer {
 func tokens(body []byte) int { return (len(body) + 3) / 4 }
 
 // Requests returns the requests received so far.
-func (s *ChatServer) Requests() []Request {
+func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
 }
 
-func (s *ChatServer) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
+// prompt is the prompt tokens the usage reports for req.
+func (s *Server) prompt(req Request) int {
+	if s.window > 0 {
+		return req.Tokens
+	}
+	return 10
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, s.wire.path) {
+		writeJSON(w, http.StatusNotFound, s.wire.errorBody(http.StatusNotFound, "not found"))
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -136,21 +156,21 @@ func (s *ChatServer) serve(w http.ResponseWriter, r *http.Request) {
 		err = json.NewDecoder(bytes.NewReader(body)).Decode(&req)
 	}
 	if err != nil {
-		http.Error(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		writeJSON(w, http.StatusBadRequest, s.wire.errorBody(http.StatusBadRequest, "bad json"))
 		return
 	}
-	req.Tokens = tokens(body)
-	req.Refused = s.window > 0 && req.Tokens > s.window
+	req.Tokens = s.wire.tokens(body, req)
+	status, msg := s.wire.check(r, body, req)
+	req.Refused = status == 0 && s.window > 0 && req.Tokens > s.window
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
+	if status != 0 {
+		writeJSON(w, status, s.wire.errorBody(status, msg))
+		return
+	}
 	if req.Refused {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		b, _ := json.Marshal(map[string]any{"error": map[string]any{
-			"message": fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", s.window, req.Tokens),
-			"type":    "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
-		_, _ = w.Write(b)
+		writeJSON(w, http.StatusBadRequest, s.wire.tooLong(s.window, req.Tokens))
 		return
 	}
 	n := 0
@@ -163,16 +183,42 @@ func (s *ChatServer) serve(w http.ResponseWriter, r *http.Request) {
 		n %= len(s.script)
 	}
 	if n >= len(s.script) {
-		http.Error(w, `{"error":{"message":"the script has no more turns","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		writeJSON(w, http.StatusBadRequest, s.wire.errorBody(http.StatusBadRequest, "the script has no more turns"))
 		return
 	}
 	turn := s.script[n]
 	if turn.Status != 0 && turn.Status != http.StatusOK {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(turn.Status)
-		fmt.Fprintf(w, `{"error":{"message":"scripted failure","type":"server_error"}}`)
+		writeJSON(w, turn.Status, s.wire.errorBody(turn.Status, "scripted failure"))
 		return
 	}
+	s.wire.stream(s, w, r, req, n, turn)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// chatError is OpenAI's error body.
+func chatError(status int, message string) any {
+	typ := "server_error"
+	if status == http.StatusBadRequest || status == http.StatusNotFound {
+		typ = "invalid_request_error"
+	}
+	return map[string]any{"error": map[string]any{"message": message, "type": typ}}
+}
+
+// chatTooLong is OpenAI's context-length refusal.
+func chatTooLong(window, tokens int) any {
+	return map[string]any{"error": map[string]any{
+		"message": fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", window, tokens),
+		"type":    "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+}
+
+// streamChat streams turn as chat completion chunks.
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req Request, n int, turn Turn) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl := w.(http.Flusher)
 	send := func(v any) bool {
@@ -191,14 +237,7 @@ func (s *ChatServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, piece := range split(turn.Text, max(turn.Chunks, 1)) {
-		if turn.ChunkDelay > 0 {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(turn.ChunkDelay):
-			}
-		}
-		if !send(chunk(map[string]any{"content": piece}, nil)) {
+		if !pause(r, turn.ChunkDelay) || !send(chunk(map[string]any{"content": piece}, nil)) {
 			return
 		}
 	}
@@ -215,18 +254,28 @@ func (s *ChatServer) serve(w http.ResponseWriter, r *http.Request) {
 		finish = "tool_calls"
 	}
 	send(chunk(map[string]any{}, finish))
-	prompt := 10
-	if s.window > 0 {
-		prompt = req.Tokens
-	}
+	prompt := s.prompt(req)
 	send(map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": []any{},
 		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5}})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()
 }
 
+// pause waits d, false when the client left first.
+func pause(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-r.Context().Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
 // flood streams turn.Flood bytes in 32 KiB chunks (see Turn.Flood).
-func (s *ChatServer) flood(r *http.Request, turn Turn, send func(any) bool, chunk func(map[string]any, any) map[string]any) {
+func (s *Server) flood(r *http.Request, turn Turn, send func(any) bool, chunk func(map[string]any, any) map[string]any) {
 	piece := strings.Repeat("x", 32<<10)
 	if turn.FloodArguments {
 		if !send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_flood", "type": "function",
