@@ -250,22 +250,23 @@ func TestDenyPolicyNeverRunsTheTool(t *testing.T) {
 func TestApprovalTimeout(t *testing.T) {
 	t.Parallel()
 	t.Run("deny", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, askScript, 3)
-		agentID := approvalAgent(t, b, `{"tools":{"lookup":"ask"},"approval_timeout_seconds":1,"on_timeout":"deny"}`)
-		approvalWorker(t, b, "w1", &atomic.Int32{})
-		r, _ := waitingCall(t, b, agentID)
-		n, err := b.runs.ExpireApprovals(t.Context())
-		require.NoError(t, err)
-		require.Zero(t, n, "not yet")
-		time.Sleep(1100 * time.Millisecond)
-		n, err = b.runs.ExpireApprovals(t.Context())
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
-		got := b.waitRun(t, r.ID, 10*time.Second)
-		require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
-		require.Zero(t, b.calls.Load())
-		require.Equal(t, "the call was not run: nobody approved it within 1s", toolMessages(t, b, r.ThreadID)[0].Content)
+		forVendors(t, func(t *testing.T, v vendor) {
+			b := setupOn(t, v, askScript, 3)
+			agentID := approvalAgent(t, b, `{"tools":{"lookup":"ask"},"approval_timeout_seconds":1,"on_timeout":"deny"}`)
+			approvalWorker(t, b, "w1", &atomic.Int32{})
+			r, _ := waitingCall(t, b, agentID)
+			n, err := b.runs.ExpireApprovals(t.Context())
+			require.NoError(t, err)
+			require.Zero(t, n, "not yet")
+			time.Sleep(1100 * time.Millisecond)
+			n, err = b.runs.ExpireApprovals(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			got := b.waitRun(t, r.ID, 10*time.Second)
+			require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
+			require.Zero(t, b.calls.Load())
+			require.Equal(t, "the call was not run: nobody approved it within 1s", toolMessages(t, b, r.ThreadID)[0].Content)
+		})
 	})
 	t.Run("fail", func(t *testing.T) {
 		t.Parallel()
@@ -290,7 +291,10 @@ func TestApprovalTimeout(t *testing.T) {
 // checkpoint, and the step's other call does not run again.
 func TestApprovalSurvivesTheWorker(t *testing.T) {
 	t.Parallel()
-	b := setup(t, askScript, 3)
+	forVendors(t, func(t *testing.T, v vendor) { approvalSurvivesTheWorker(t, setupOn(t, v, askScript, 3)) })
+}
+
+func approvalSurvivesTheWorker(t *testing.T, b *bundle) {
 	agentID := approvalAgent(t, b, `{"tools":{"lookup":"ask"}}`)
 	spelled := &atomic.Int32{}
 	stop := approvalWorker(t, b, "w1", spelled)
@@ -315,7 +319,10 @@ func TestApprovalSurvivesTheWorker(t *testing.T) {
 // call no longer waits.
 func TestCancelWhileWaiting(t *testing.T) {
 	t.Parallel()
-	b := setup(t, askScript, 3)
+	forVendors(t, func(t *testing.T, v vendor) { cancelWhileWaiting(t, setupOn(t, v, askScript, 3)) })
+}
+
+func cancelWhileWaiting(t *testing.T, b *bundle) {
 	agentID := approvalAgent(t, b, `{"tools":{"lookup":"ask"}}`)
 	approvalWorker(t, b, "w1", &atomic.Int32{})
 	r, call := waitingCall(t, b, agentID)
