@@ -118,7 +118,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 func (s *Service) list(ctx context.Context, workspaceID, subID string, status *string, after string, n int) ([]db.Outbox, error) {
 	if status == nil {
 		rows, err := s.q.WebhookDeliveryList(ctx, s.pool, db.WebhookDeliveryListParams{
-			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, PageLimit: int32(n),
+			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, PageLimit: resource.Fetch(n),
 		})
 		return rows, dbx.Translate(err, "delivery")
 	}
@@ -127,7 +127,7 @@ func (s *Service) list(ctx context.Context, workspaceID, subID string, status *s
 			return nil, err
 		}
 		return s.q.WebhookDeliveryListByStatus(ctx, tx, db.WebhookDeliveryListByStatusParams{
-			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, Status: *status, PageLimit: int32(n),
+			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, Status: *status, PageLimit: resource.Fetch(n),
 		})
 	})
 }
