@@ -149,7 +149,9 @@ func (s *Service) Get(ctx context.Context, c *auth.Caller, deliveryID string) (D
 // on). It keeps its id, so the endpoint sees the same webhook-id, with a new
 // timestamp and signature. A pending delivery is 409 conflict (it will be
 // sent anyway); one whose subscription is disabled is 409 disabled (it
-// would only be cancelled). The change is audited as delivery.redelivered.
+// would only be cancelled). The change is audited as delivery.redelivered,
+// and the outbox senders are notified at commit, so the redelivery is
+// attempted at once, not at the engine's next scan.
 func (s *Service) Redeliver(ctx context.Context, c *auth.Caller, deliveryID string) (Delivery, error) {
 	if err := auth.Require(c, auth.PermAdmin); err != nil {
 		return Delivery{}, err
@@ -170,6 +172,10 @@ func (s *Service) Redeliver(ctx context.Context, c *auth.Caller, deliveryID stri
 			return Delivery{}, apperr.New(apperr.KindDisabled, "the delivery's subscription is disabled; enable it before redelivering")
 		}
 		if row, err = s.q.WebhookDeliveryRedeliver(ctx, tx, row.ID); err != nil {
+			return Delivery{}, err
+		}
+		// The senders wake at commit and attempt it at once.
+		if err := outbox.Notify(ctx, tx, row.Kind); err != nil {
 			return Delivery{}, err
 		}
 		err = audit.Record(ctx, tx, audit.Event{
