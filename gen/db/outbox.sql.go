@@ -157,6 +157,18 @@ func (q *Queries) OutboxInsert(ctx context.Context, db DBTX, arg OutboxInsertPar
 	return err
 }
 
+const outboxNotify = `-- name: OutboxNotify :exec
+SELECT pg_notify('svc_outbox', $1::text)
+`
+
+// OutboxNotify notifies the senders listening on svc_outbox, at the commit of
+// the caller's transaction, that a delivery of kind is due without having
+// been inserted (a redelivery).
+func (q *Queries) OutboxNotify(ctx context.Context, db DBTX, kind string) error {
+	_, err := db.Exec(ctx, outboxNotify, kind)
+	return err
+}
+
 const outboxPendingStats = `-- name: OutboxPendingStats :many
 SELECT kind,
     count(*)::bigint AS pending,

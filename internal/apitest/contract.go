@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -119,6 +121,10 @@ func (c *checker) check(req *http.Request, resp *http.Response, body []byte) []s
 	if !requestIDPattern.MatchString(id) {
 		problems = append(problems, fmt.Sprintf("X-Request-Id header missing or malformed: %q", id))
 	}
+	problems = append(problems, checkCORS(req, resp)...)
+	if req.Method == http.MethodOptions && c.documentedPath(req) {
+		return append(problems, checkOptions(req, resp, body)...)
+	}
 	route, params, err := c.router.FindRoute(req)
 	if err == nil && c.probesOnly && req.URL.Path != "/healthz" && req.URL.Path != "/readyz" {
 		err = errNotServed
@@ -149,6 +155,82 @@ func (c *checker) check(req *http.Request, resp *http.Response, body []byte) []s
 	}
 	if mt := ref.Value.Content.Get("application/json"); mt != nil && mt.Schema != nil && mt.Schema.Ref == errorSchemaRef {
 		problems = append(problems, c.checkError(resp, body, id)...)
+	}
+	return problems
+}
+
+// documentedPath reports whether the contract has an operation, of any
+// method, on req's path.
+func (c *checker) documentedPath(req *http.Request) bool {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		r := req.Clone(req.Context())
+		r.Method = m
+		if _, _, err := c.router.FindRoute(r); err == nil {
+			return !c.probesOnly || req.URL.Path == "/healthz" || req.URL.Path == "/readyz"
+		}
+	}
+	return false
+}
+
+// checkOptions checks the answer to OPTIONS on a documented path, which the
+// contract documents once, in its description, rather than per path: 204
+// without a body, with Allow and, for a preflight that was allowed, the
+// preflight's headers.
+func checkOptions(req *http.Request, resp *http.Response, body []byte) []string {
+	var problems []string
+	if resp.StatusCode != http.StatusNoContent {
+		return []string{fmt.Sprintf("OPTIONS on a documented path answered %d (only 204 may)", resp.StatusCode)}
+	}
+	if len(body) > 0 {
+		problems = append(problems, "an OPTIONS answer has a body")
+	}
+	if resp.Header.Get("Allow") == "" {
+		problems = append(problems, "an OPTIONS answer has no Allow header")
+	}
+	if resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		if req.Header.Get("Access-Control-Request-Method") == "" {
+			problems = append(problems, "a plain OPTIONS (no Access-Control-Request-Method) was answered as a preflight")
+		}
+		for _, h := range []string{"Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Access-Control-Max-Age"} {
+			if resp.Header.Get(h) == "" {
+				problems = append(problems, "an allowed preflight has no "+h)
+			}
+		}
+	}
+	return problems
+}
+
+// checkCORS checks the CORS headers any answer carries: an allowed origin is
+// the request's own, never "*"; credentials are never allowed; an answer to
+// an allowed origin varies by Origin and exposes the headers the contract
+// documents on responses.
+func checkCORS(req *http.Request, resp *http.Response) []string {
+	var problems []string
+	if resp.Header.Get("Access-Control-Allow-Credentials") != "" {
+		problems = append(problems, "Access-Control-Allow-Credentials is set; the API takes no cookies")
+	}
+	allowed := resp.Header.Get("Access-Control-Allow-Origin")
+	if allowed == "" {
+		return problems
+	}
+	if origin := req.Header.Get("Origin"); allowed != origin {
+		problems = append(problems, fmt.Sprintf("Access-Control-Allow-Origin %q is not the request's Origin %q", allowed, origin))
+	}
+	if !slices.Contains(resp.Header.Values("Vary"), "Origin") {
+		problems = append(problems, "an answer to an allowed origin does not vary by Origin")
+	}
+	if req.Method != http.MethodOptions {
+		exposed := map[string]bool{}
+		for _, v := range resp.Header.Values("Access-Control-Expose-Headers") {
+			for n := range strings.SplitSeq(v, ",") {
+				exposed[strings.ToLower(strings.TrimSpace(n))] = true
+			}
+		}
+		for _, h := range []string{"ETag", "Location", "Retry-After", "X-Request-Id"} {
+			if !exposed[strings.ToLower(h)] {
+				problems = append(problems, "Access-Control-Expose-Headers leaves out "+h)
+			}
+		}
 	}
 	return problems
 }

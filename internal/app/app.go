@@ -192,6 +192,7 @@ func (a *App) Start(ctx context.Context) error {
 	if a.role.Control() {
 		opts.Services, opts.Pool, opts.Keyring = a.Services.api(), a.Pool, a.Keyring
 		opts.KeyRequestsPerMinute, opts.AssetBytes = a.cfg.Limits.APIRequestsPerKeyPerMinute, a.cfg.Limits.AssetBytes
+		opts.CORSAllowedOrigins = a.cfg.Server.CORSAllowedOrigins
 		if opts.Console, err = console.New(console.Deps{
 			Log: a.log, Sessions: a.Sessions, Invitations: a.Invitations, Clients: a.Clients, Services: a.Services.console(),
 			PublicURL: a.cfg.Server.PublicURL, MailLinkTTL: time.Duration(a.cfg.Auth.MailLinkTTLSeconds) * time.Second,

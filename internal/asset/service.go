@@ -166,7 +166,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 		return Page{}, err
 	}
 	n := resource.Limit(limit)
-	rows, err := s.q.AssetList(ctx, s.pool, db.AssetListParams{WorkspaceID: c.WorkspaceID, AfterID: after, PageLimit: int32(n)})
+	rows, err := s.q.AssetList(ctx, s.pool, db.AssetListParams{WorkspaceID: c.WorkspaceID, AfterID: after, PageLimit: resource.Fetch(n)})
 	if err != nil {
 		return Page{}, dbx.Translate(err, "asset")
 	}

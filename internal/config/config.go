@@ -53,6 +53,10 @@ type Server struct {
 	// X-Forwarded-For header names the client address; empty trusts none, and
 	// the client address is the connection's peer.
 	TrustedProxies []string `koanf:"trusted_proxies"`
+	// CORSAllowedOrigins lists the origins (scheme://host[:port]) whose
+	// browser pages may call the API across origins; empty answers no CORS
+	// headers at all (docs/decisions/0053-cors.md).
+	CORSAllowedOrigins []string `koanf:"cors_allowed_origins"`
 }
 
 // Database configures the Postgres pool and migrations.
@@ -300,6 +304,7 @@ func Default() Config {
 			BodyMinBytesPerSecond:      32 << 10,
 			UnauthenticatedBodyTimeout: 10 * time.Second,
 			TrustedProxies:             []string{},
+			CORSAllowedOrigins:         []string{},
 		},
 		Database: Database{
 			URL:                          "postgres://postgres@127.0.0.1:5432/svc?sslmode=disable",

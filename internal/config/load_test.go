@@ -103,6 +103,13 @@ asset_bytes = 5000000000
 			},
 		},
 		{
+			name: "EnvCORSOrigins",
+			env:  []string{"SVC_SERVER__CORS_ALLOWED_ORIGINS=https://app.example.com,http://localhost:3000"},
+			check: func(t *testing.T, c *Config) {
+				require.Equal(t, []string{"https://app.example.com", "http://localhost:3000"}, c.Server.CORSAllowedOrigins)
+			},
+		},
+		{
 			name: "EnvEmptyListClearsFileList",
 			file: "[endpoint_policy]\nallowed_ports = [1, 2]\n",
 			env:  []string{"SVC_ENDPOINT_POLICY__ALLOWED_PORTS="},

@@ -38,6 +38,7 @@ func (c *Config) Validate() error {
 	v.positive64("server.body_min_bytes_per_second", s.BodyMinBytesPerSecond)
 	v.duration("server.unauthenticated_body_timeout", s.UnauthenticatedBodyTimeout)
 	v.prefixes("server.trusted_proxies", s.TrustedProxies)
+	v.origins("server.cors_allowed_origins", s.CORSAllowedOrigins)
 
 	d := c.Database
 	v.urlScheme("database.url", d.URL, "postgres", "postgresql")
@@ -174,6 +175,37 @@ func (v *validator) prefixes(key string, list []string) {
 			v.fail(fmt.Sprintf("%s[%d]", key, i), "%q is not a CIDR prefix such as \"10.0.0.0/8\"", p)
 		}
 	}
+}
+
+// origins checks that each entry is a browser origin as the Origin header
+// carries it: http or https, a host, an optional port, and nothing else
+// (no path, query, fragment, user or trailing slash; lowercase).
+func (v *validator) origins(key string, list []string) {
+	for i, o := range list {
+		if !isOrigin(o) {
+			v.fail(fmt.Sprintf("%s[%d]", key, i), "%q is not an origin such as \"https://app.example.com\" or \"http://localhost:3000\" (scheme://host[:port], lowercase, no default port, no path)", o)
+		}
+	}
+}
+
+func isOrigin(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		return false
+	}
+	if strings.HasSuffix(u.Host, ":") {
+		return false
+	}
+	// Browsers leave a scheme's default port out of Origin, so an origin
+	// that names it would never match.
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port ||
+			(u.Scheme == "http" && n == 80) || (u.Scheme == "https" && n == 443) {
+			return false
+		}
+	}
+	return u.Hostname() != "" && s == strings.ToLower(s) && s == u.Scheme+"://"+u.Host
 }
 
 func (v *validator) duration(key string, d time.Duration) {

@@ -29,6 +29,18 @@ func TestValidate(t *testing.T) {
 			c.EndpointPolicy.AllowedPrefixes = []string{"10.0.0.0/8", "::1/128"}
 			c.EndpointPolicy.AllowedPorts = []int{1, 65535}
 		}},
+		{name: "CORSOrigins", mutate: func(c *Config) {
+			c.Server.CORSAllowedOrigins = []string{"https://app.example.com", "http://localhost:3000", "http://[::1]:8081"}
+		}},
+		{name: "CORSOriginsMalformed", mutate: func(c *Config) {
+			c.Server.CORSAllowedOrigins = []string{"https://app.example.com/", "*", "app.example.com", "https://App.example.com",
+				"https://app.example.com:443", "ftp://files.example.com", "https://user@app.example.com", "https://app.example.com/path"}
+		}, want: []string{
+			`server.cors_allowed_origins[0]: "https://app.example.com/" is not an origin`,
+			`server.cors_allowed_origins[1]: "*" is not an origin`,
+			`server.cors_allowed_origins[2]:`, `server.cors_allowed_origins[3]:`, `server.cors_allowed_origins[4]:`,
+			`server.cors_allowed_origins[5]:`, `server.cors_allowed_origins[6]:`, `server.cors_allowed_origins[7]:`,
+		}},
 		{name: "Listen", mutate: func(c *Config) { c.Server.Listen = "8080" }, want: []string{`server.listen: must be host:port or :port, got "8080"`}},
 		{name: "PublicURLRelative", mutate: func(c *Config) { c.Server.PublicURL = "localhost:8080" }, want: []string{"server.public_url: must be an absolute http or https URL"}},
 		{name: "PublicURLScheme", mutate: func(c *Config) { c.Server.PublicURL = "ftp://example.com" }, want: []string{"server.public_url:"}},

@@ -98,10 +98,10 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 	var rows []db.Environment
 	if in.TemplateID != nil {
 		rows, err = s.q.EnvironmentListByTemplate(ctx, s.pool, db.EnvironmentListByTemplateParams{
-			WorkspaceID: c.WorkspaceID, TemplateID: *in.TemplateID, AfterID: after, PageLimit: int32(n),
+			WorkspaceID: c.WorkspaceID, TemplateID: *in.TemplateID, AfterID: after, PageLimit: resource.Fetch(n),
 		})
 	} else {
-		rows, err = s.q.EnvironmentList(ctx, s.pool, db.EnvironmentListParams{WorkspaceID: c.WorkspaceID, AfterID: after, PageLimit: int32(n)})
+		rows, err = s.q.EnvironmentList(ctx, s.pool, db.EnvironmentListParams{WorkspaceID: c.WorkspaceID, AfterID: after, PageLimit: resource.Fetch(n)})
 	}
 	if err != nil {
 		return Page{}, dbx.Translate(err, "environment")

@@ -90,6 +90,10 @@ func TestAgentsListFilters(t *testing.T) {
 	second := list("label=team:search&limit=2&cursor=" + url.QueryEscape(first["next_cursor"].(string)))
 	require.Equal(t, []string{"Alpha"}, names(second))
 	require.Nil(t, second["next_cursor"])
+	// Exactly limit items: one page, and no cursor to an empty one.
+	exact := list("label=team:search&limit=3")
+	require.Equal(t, []string{"delta_ALPHA", "Beta", "Alpha"}, names(exact))
+	require.Nil(t, exact["next_cursor"])
 }
 
 // cursorAfter returns the cursor of a one-item page ending at the named agent.

@@ -145,6 +145,8 @@ func TestAgentsCreateReadPublish(t *testing.T) {
 	require.Equal(t, r2["id"], page["items"].([]any)[0].(map[string]any)["id"])
 	page = b.get(t, path+"/revisions?limit=1&cursor="+url.QueryEscape(page["next_cursor"].(string)))
 	require.Equal(t, r1["id"], page["items"].([]any)[0].(map[string]any)["id"])
+	require.Nil(t, page["next_cursor"], "a full last page has no cursor")
+	require.Nil(t, b.get(t, path+"/revisions?limit=2")["next_cursor"], "exactly limit revisions: one page")
 
 	// A viewer reads but cannot publish.
 	status, _, _ = b.do(t, http.MethodPost, path+"/revisions", map[string]any{"config": map[string]any{"model": "main"}},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/webhook/webhooktest"
 )
 
@@ -118,4 +119,26 @@ func TestSubscriptionShowsItsEndpointBackOff(t *testing.T) {
 	status, list, _ := b.do(t, http.MethodGet, subscriptionsPath, nil)
 	require.Equal(t, http.StatusOK, status, list)
 	require.Equal(t, view, list["items"].([]any)[0].(map[string]any)["endpoint"])
+}
+
+// A redelivery is attempted at once: the commit wakes the senders, long
+// before the engine's next scan (control.scan_seconds).
+func TestRedeliveryIsAttemptedAtOnce(t *testing.T) {
+	t.Parallel()
+	b := startDeliveriesWith(t, false, func(cfg *config.Config) { cfg.Control.ScanSeconds = 3600 })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	b.hook(t, "/again")
+	id := b.emit(t, "again")[0]
+	_, err := b.recv.WaitFor(ctx, 1)
+	require.NoError(t, err)
+	b.awaitDelivery(t, id, func(v map[string]any) bool { return v["status"] == "delivered" })
+
+	status, out, _ := b.do(t, http.MethodPost, "/api/v1/deliveries/"+id+"/redeliver", nil)
+	require.Equal(t, http.StatusAccepted, status, out)
+	soon, cancelSoon := context.WithTimeout(ctx, time.Second)
+	defer cancelSoon()
+	reqs, err := b.recv.WaitFor(soon, 2)
+	require.NoError(t, err, "the redelivery waited for the next scan")
+	require.Equal(t, id, reqs[1].Header.Get("webhook-id"))
 }

@@ -38,11 +38,19 @@ func setupDeliveries(t *testing.T) *deliveriesBundle {
 // pause is set.
 func startDeliveries(t *testing.T, pause bool) *deliveriesBundle {
 	t.Helper()
+	return startDeliveriesWith(t, pause, func(*config.Config) {})
+}
+
+// startDeliveriesWith is startDeliveries with the configuration edited by
+// configure.
+func startDeliveriesWith(t *testing.T, pause bool, configure func(*config.Config)) *deliveriesBundle {
+	t.Helper()
 	recv := webhooktest.NewReceiver(t)
 	h := apitest.Start(t, apitest.Options{PauseSweeps: pause, Configure: func(cfg *config.Config) {
 		cfg.EndpointPolicy.AllowHTTP = true
 		cfg.EndpointPolicy.AllowedPrefixes = []string{"127.0.0.0/8"}
 		cfg.EndpointPolicy.AllowedPorts = []int{int(recv.Port)}
+		configure(cfg)
 	}})
 	admin := testfactory.Bootstrap(t, h.App.Pool)
 	viewer := testfactory.AddMember(t, h.App.Pool, admin.OrganizationID, admin.WorkspaceID, testfactory.MemberOpts{WorkspaceRole: "viewer"})

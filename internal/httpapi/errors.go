@@ -114,6 +114,13 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if s := ae.RetryAfterSeconds(); s > 0 {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(s))
 		}
+		// A 405 names the route's methods (RFC 9110), whichever middleware
+		// refused the request: the router found them.
+		if ae.Kind == apperr.KindMethodNotAllowed {
+			if allow, ok := c.Get(echo.ContextKeyHeaderAllow).(string); ok && allow != "" {
+				c.Response().Header().Set(echo.HeaderAllow, allow)
+			}
+		}
 		if err := writeJSON(c, statuses[ae.Kind], body); err != nil {
 			log.Warn("write error response", "request_id", body.Error.RequestID, "error", err.Error())
 		}

@@ -47,6 +47,9 @@ type Options struct {
 	// AssetBytes is limits.asset_bytes: no stored upload is longer, so a
 	// replayed one is hashed no further.
 	AssetBytes int64
+	// CORSAllowedOrigins is server.cors_allowed_origins: the origins whose
+	// browser pages may call the API (docs/decisions/0053-cors.md).
+	CORSAllowedOrigins []string
 }
 
 // contract is the embedded OpenAPI document: served as JSON and used to validate
@@ -100,6 +103,9 @@ func New(opts Options) (*echo.Echo, error) {
 	binary := binaryOperations(c.doc)
 	// Authentication comes before anything reads a body: a request without
 	// a valid key is answered from its headers, its body unread.
+	// OPTIONS and CORS preflights are answered before the readiness gate and
+	// authentication: they carry no credentials.
+	e.Use(newCORSPolicy(opts.CORSAllowedOrigins, c.doc).middleware)
 	e.Use(readyGate(opts.Health.Started), authenticateFirst(keyedOperations(c.doc), opts.Services.Auth, keyLimit),
 		jsonBody(opts.RequestBytes, binary), streamBodies(binary, requestValidator(c.doc, authenticated)), unknownQuery(declaredQueryParams(c.doc)))
 	e.Use(idempotency.Middleware(idempotency.Config{

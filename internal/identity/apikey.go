@@ -169,7 +169,7 @@ func (s *Service) ListPersonalAPIKeys(ctx context.Context, c *auth.Caller, in Pa
 
 func (s *Service) listAPIKeys(ctx context.Context, c *auth.Caller, p page, principalID *string) (Page[APIKey], error) {
 	rows, err := s.q.APIKeyListByWorkspace(ctx, s.pool, db.APIKeyListByWorkspaceParams{
-		WorkspaceID: c.WorkspaceID, AfterID: p.afterID, PageLimit: int32(p.limit), PrincipalID: principalID,
+		WorkspaceID: c.WorkspaceID, AfterID: p.afterID, PageLimit: resource.Fetch(p.limit), PrincipalID: principalID,
 	})
 	if err != nil {
 		return Page[APIKey]{}, dbx.Translate(err, "api key")

@@ -60,7 +60,7 @@ func (s *Service) ListAuditEvents(ctx context.Context, c *auth.Caller, in ListAu
 		return Page[AuditEvent]{}, err
 	}
 	params := db.AuditEventListByWorkspaceParams{
-		WorkspaceID: &c.WorkspaceID, AfterID: p.afterID, PageLimit: int32(p.limit),
+		WorkspaceID: &c.WorkspaceID, AfterID: p.afterID, PageLimit: resource.Fetch(p.limit),
 		ActorID: in.ActorID, Action: in.Action, SubjectID: in.SubjectID, Since: in.Since, Until: in.Until,
 	}
 	var rows []db.AuditEvent

@@ -46,7 +46,7 @@ func (s *Service) ListMembers(ctx context.Context, c *auth.Caller, in PageInput)
 		return Page[Member]{}, err
 	}
 	rows, err := s.q.WorkspaceMemberList(ctx, s.pool, db.WorkspaceMemberListParams{
-		WorkspaceID: c.WorkspaceID, AfterID: p.afterID, PageLimit: int32(p.limit),
+		WorkspaceID: c.WorkspaceID, AfterID: p.afterID, PageLimit: resource.Fetch(p.limit),
 	})
 	if err != nil {
 		return Page[Member]{}, dbx.Translate(err, "member")

@@ -108,7 +108,7 @@ func (s *Service) ListWorkspaces(ctx context.Context, c *auth.Caller, in PageInp
 		return Page[Workspace]{}, err
 	}
 	rows, err := s.q.WorkspaceListByOrganization(ctx, s.pool, db.WorkspaceListByOrganizationParams{
-		OrganizationID: c.OrganizationID, AfterID: p.afterID, PageLimit: int32(p.limit),
+		OrganizationID: c.OrganizationID, AfterID: p.afterID, PageLimit: resource.Fetch(p.limit),
 	})
 	if err != nil {
 		return Page[Workspace]{}, dbx.Translate(err, "workspace")

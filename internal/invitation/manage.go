@@ -35,11 +35,11 @@ func (s *Service) List(ctx context.Context, in ListInput) (Page, error) {
 	var rows []db.Invitation
 	if wsID != nil {
 		rows, err = s.q.InvitationListByWorkspace(ctx, s.pool, db.InvitationListByWorkspaceParams{
-			OrganizationID: orgID, WorkspaceID: wsID, AfterID: after, PageLimit: int32(limit),
+			OrganizationID: orgID, WorkspaceID: wsID, AfterID: after, PageLimit: resource.Fetch(limit),
 		})
 	} else {
 		rows, err = s.q.InvitationListByOrganization(ctx, s.pool, db.InvitationListByOrganizationParams{
-			OrganizationID: orgID, AfterID: after, PageLimit: int32(limit),
+			OrganizationID: orgID, AfterID: after, PageLimit: resource.Fetch(limit),
 		})
 	}
 	if err != nil {

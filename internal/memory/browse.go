@@ -54,7 +54,7 @@ func (s *Service) ListRecords(ctx context.Context, c *auth.Caller, in RecordQuer
 			return RecordPage{}, err
 		}
 		rows, err := s.q.MemoryRecordList(ctx, s.pool, db.MemoryRecordListParams{
-			WorkspaceID: c.WorkspaceID, MemoryID: in.MemoryID, AfterID: after, MaxRecords: int32(n),
+			WorkspaceID: c.WorkspaceID, MemoryID: in.MemoryID, AfterID: after, MaxRecords: resource.Fetch(n),
 		})
 		if err != nil {
 			return RecordPage{}, fmt.Errorf("list the records of memory %s: %w", in.MemoryID, err)
@@ -70,12 +70,13 @@ func (s *Service) ListRecords(ctx context.Context, c *auth.Caller, in RecordQuer
 	if err := s.requireBuiltin(ctx, c, in.MemoryID); err != nil {
 		return RecordPage{}, err
 	}
-	recs, err := s.searchRecords(ctx, c.WorkspaceID, in.MemoryID, query, after, n)
+	recs, err := s.searchRecords(ctx, c.WorkspaceID, in.MemoryID, query, after, int(resource.Fetch(n)))
 	if err != nil {
 		return RecordPage{}, err
 	}
+	recs, more := resource.Trim(recs, n)
 	page := RecordPage{Items: recs}
-	if len(recs) == n {
+	if more {
 		last := recs[n-1]
 		next := searchCursor(searchAfter{Score: float32(*last.Score), ID: last.ID})
 		page.NextCursor = &next

@@ -93,10 +93,11 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 		return Page{}, err
 	}
 	n := resource.Limit(limit)
-	rows, err := s.q.ModelList(ctx, s.pool, db.ModelListParams{WorkspaceID: c.WorkspaceID, AfterCreatedAt: afterAt, AfterKey: afterKey, PageLimit: int32(n)})
+	rows, err := s.q.ModelList(ctx, s.pool, db.ModelListParams{WorkspaceID: c.WorkspaceID, AfterCreatedAt: afterAt, AfterKey: afterKey, PageLimit: resource.Fetch(n)})
 	if err != nil {
 		return Page{}, dbx.Translate(err, "model")
 	}
+	rows, more := resource.Trim(rows, n)
 	out := Page{Items: make([]Model, 0, len(rows))}
 	for _, r := range rows {
 		m, err := modelOf(r)
@@ -105,7 +106,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, limit *int, cursor *
 		}
 		out.Items = append(out.Items, m)
 	}
-	if len(rows) == n {
+	if more {
 		next := encodeCursor(out.Items[len(out.Items)-1])
 		out.NextCursor = &next
 	}

@@ -69,6 +69,16 @@ func Enqueue(ctx context.Context, tx db.DBTX, d Delivery) (string, error) {
 	return dlv, nil
 }
 
+// Notify wakes the senders of every replica, when tx commits, for a delivery
+// of kind that tx made due again (a redelivery): it is attempted at once
+// rather than at the engine's next scan. Enqueue notifies by itself.
+func Notify(ctx context.Context, tx db.DBTX, kind string) error {
+	if err := db.New().OutboxNotify(ctx, tx, kind); err != nil {
+		return fmt.Errorf("notify the %s senders: %w", kind, err)
+	}
+	return nil
+}
+
 func optional(s string) *string {
 	if s == "" {
 		return nil

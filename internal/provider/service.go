@@ -143,7 +143,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, k catalog.Kind, limi
 		return Page{}, err
 	}
 	n := resource.Limit(limit)
-	rows, err := s.q.ProviderList(ctx, s.pool, db.ProviderListParams{WorkspaceID: c.WorkspaceID, Kind: string(k), AfterID: after, PageLimit: int32(n)})
+	rows, err := s.q.ProviderList(ctx, s.pool, db.ProviderListParams{WorkspaceID: c.WorkspaceID, Kind: string(k), AfterID: after, PageLimit: resource.Fetch(n)})
 	if err != nil {
 		return Page{}, dbx.Translate(err, "provider")
 	}

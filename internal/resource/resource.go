@@ -81,10 +81,26 @@ func idChars(b []byte) bool {
 	return true
 }
 
-// NextCursor returns the cursor for the page after items, or nil when the page
-// was not full (there is nothing after it).
-func NextCursor(n, limit int, lastID string) *string {
-	if n < limit {
+// Fetch is the number of rows a list reads for a page of limit items: one
+// more than the page, whose presence tells that a next page exists. A full
+// last page then answers no cursor, instead of one to an empty page.
+func Fetch(limit int) int32 {
+	return int32(limit) + 1
+}
+
+// Trim cuts rows, read with Fetch(limit), to the page of limit items and
+// reports whether rows follow it.
+func Trim[R any](rows []R, limit int) ([]R, bool) {
+	if len(rows) > limit {
+		return rows[:limit], true
+	}
+	return rows, false
+}
+
+// NextCursor returns the cursor for the page after the one whose last item
+// is lastID, or nil when nothing follows it (more is false).
+func NextCursor(more bool, lastID string) *string {
+	if !more {
 		return nil
 	}
 	c := Cursor(lastID)
@@ -157,22 +173,24 @@ type Page[T any] struct {
 	NextCursor *string
 }
 
-// PageOf maps rows, read with limit, to a page: each row through conv and,
-// when the page is full, the cursor after the last row, whose id key
-// answers.
+// PageOf maps rows, read with Fetch(limit), to a page of at most limit
+// items: each row through conv and, when a row follows the page, the cursor
+// after its last row, whose id key answers.
 func PageOf[R, T any](rows []R, limit int, conv func(R) T, key func(R) string) Page[T] {
+	rows, more := Trim(rows, limit)
 	out := Page[T]{Items: make([]T, 0, len(rows))}
 	for _, r := range rows {
 		out.Items = append(out.Items, conv(r))
 	}
 	if len(rows) > 0 {
-		out.NextCursor = NextCursor(len(rows), limit, key(rows[len(rows)-1]))
+		out.NextCursor = NextCursor(more, key(rows[len(rows)-1]))
 	}
 	return out
 }
 
 // PageOfErr is PageOf for a conversion that can fail.
 func PageOfErr[R, T any](rows []R, limit int, conv func(R) (T, error), key func(R) string) (Page[T], error) {
+	rows, more := Trim(rows, limit)
 	out := Page[T]{Items: make([]T, 0, len(rows))}
 	for _, r := range rows {
 		item, err := conv(r)
@@ -182,7 +200,7 @@ func PageOfErr[R, T any](rows []R, limit int, conv func(R) (T, error), key func(
 		out.Items = append(out.Items, item)
 	}
 	if len(rows) > 0 {
-		out.NextCursor = NextCursor(len(rows), limit, key(rows[len(rows)-1]))
+		out.NextCursor = NextCursor(more, key(rows[len(rows)-1]))
 	}
 	return out, nil
 }

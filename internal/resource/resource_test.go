@@ -58,3 +58,31 @@ func TestValidateNameAndDescription(t *testing.T) {
 		require.Equal(t, "description", ae.Details[0].Field)
 	}
 }
+
+// A page reads one row more than its limit: a full last page answers no
+// cursor, and a page with rows after it answers the cursor after its last item.
+func TestPageOfReadsOneRowAhead(t *testing.T) {
+	t.Parallel()
+	id := func(s string) string { return s }
+	require.EqualValues(t, 3, resource.Fetch(2))
+
+	last := resource.PageOf([]string{"c", "b"}, 2, id, id)
+	require.Equal(t, []string{"c", "b"}, last.Items)
+	require.Nil(t, last.NextCursor, "a full page with nothing after it is the last")
+
+	full := resource.PageOf([]string{"c", "b", "a"}, 2, id, id)
+	require.Equal(t, []string{"c", "b"}, full.Items, "the row read ahead is not shown")
+	require.NotNil(t, full.NextCursor)
+	after, err := resource.AfterID(full.NextCursor)
+	require.NoError(t, err)
+	require.Equal(t, "b", after)
+
+	short, err := resource.PageOfErr([]string{"a"}, 2, func(s string) (string, error) { return s, nil }, id)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, short.Items)
+	require.Nil(t, short.NextCursor)
+
+	empty := resource.PageOf([]string{}, 2, id, id)
+	require.Empty(t, empty.Items)
+	require.Nil(t, empty.NextCursor)
+}

@@ -120,10 +120,11 @@ func (s *Service[C]) ListRevisions(ctx context.Context, c *auth.Caller, headID s
 		return RevisionPage[C]{}, s.translate(err)
 	}
 	n := resource.Limit(limit)
-	rows, err := s.q.RevisionList(ctx, s.pool, db.RevisionListParams{HeadID: headID, BeforeNumber: before, PageLimit: int32(n)})
+	rows, err := s.q.RevisionList(ctx, s.pool, db.RevisionListParams{HeadID: headID, BeforeNumber: before, PageLimit: resource.Fetch(n)})
 	if err != nil {
 		return RevisionPage[C]{}, dbx.Translate(err, "revision")
 	}
+	rows, more := resource.Trim(rows, n)
 	out := RevisionPage[C]{Items: make([]Revision[C], 0, len(rows))}
 	for _, r := range rows {
 		rev, err := revisionOf[C](r)
@@ -132,7 +133,7 @@ func (s *Service[C]) ListRevisions(ctx context.Context, c *auth.Caller, headID s
 		}
 		out.Items = append(out.Items, rev)
 	}
-	if len(rows) == n {
+	if more {
 		next := revisionCursor(rows[len(rows)-1].Number)
 		out.NextCursor = &next
 	}

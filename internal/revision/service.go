@@ -160,7 +160,7 @@ func (s *Service[C]) List(ctx context.Context, c *auth.Caller, in ListInput) (Pa
 		}
 		return s.q.HeadList(ctx, tx, db.HeadListParams{
 			WorkspaceID: c.WorkspaceID, Kind: string(s.kind), AfterID: after, Selector: selector,
-			Archived: in.Archived, Pattern: nonEmpty(pattern), PageLimit: int32(n),
+			Archived: in.Archived, Pattern: nonEmpty(pattern), PageLimit: resource.Fetch(n),
 		})
 	})
 	if err != nil {

@@ -342,9 +342,9 @@ func (s *Service) ListThreads(ctx context.Context, c *auth.Caller, agentID *stri
 		if err := s.agentExists(ctx, c, *agentID); err != nil {
 			return ThreadPage{}, err
 		}
-		rows, err = s.q.ThreadListByAgent(ctx, s.pool, db.ThreadListByAgentParams{WorkspaceID: c.WorkspaceID, AgentID: *agentID, AfterID: after, PageLimit: int32(n)})
+		rows, err = s.q.ThreadListByAgent(ctx, s.pool, db.ThreadListByAgentParams{WorkspaceID: c.WorkspaceID, AgentID: *agentID, AfterID: after, PageLimit: resource.Fetch(n)})
 	} else {
-		rows, err = s.q.ThreadList(ctx, s.pool, db.ThreadListParams{WorkspaceID: c.WorkspaceID, AfterID: after, PageLimit: int32(n)})
+		rows, err = s.q.ThreadList(ctx, s.pool, db.ThreadListParams{WorkspaceID: c.WorkspaceID, AfterID: after, PageLimit: resource.Fetch(n)})
 	}
 	if err != nil {
 		return ThreadPage{}, dbx.Translate(err, "thread")
@@ -417,14 +417,14 @@ func (s *Service) ListRuns(ctx context.Context, c *auth.Caller, f RunFilter, lim
 	case f.ThreadID != nil:
 		rows, err = s.q.RunListOfThread(ctx, s.pool, db.RunListOfThreadParams{
 			WorkspaceID: c.WorkspaceID, ThreadID: *f.ThreadID, AfterID: after, FloorID: floor, Status: f.Status, AgentID: f.AgentID,
-			CreatedAfter: f.CreatedAfter, PageLimit: int32(n)})
+			CreatedAfter: f.CreatedAfter, PageLimit: resource.Fetch(n)})
 	case f.AgentID != nil:
 		rows, err = s.q.RunListByAgent(ctx, s.pool, db.RunListByAgentParams{
 			WorkspaceID: c.WorkspaceID, AgentID: *f.AgentID, AfterID: after, FloorID: floor, Status: f.Status,
-			CreatedAfter: f.CreatedAfter, PageLimit: int32(n)})
+			CreatedAfter: f.CreatedAfter, PageLimit: resource.Fetch(n)})
 	default:
 		rows, err = s.q.RunList(ctx, s.pool, db.RunListParams{WorkspaceID: c.WorkspaceID, AfterID: after, FloorID: floor, Status: f.Status,
-			CreatedAfter: f.CreatedAfter, PageLimit: int32(n)})
+			CreatedAfter: f.CreatedAfter, PageLimit: resource.Fetch(n)})
 	}
 	if err != nil {
 		return RunPage{}, dbx.Translate(err, "run")

@@ -118,7 +118,7 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 func (s *Service) list(ctx context.Context, workspaceID, subID string, status *string, after string, n int) ([]db.Outbox, error) {
 	if status == nil {
 		rows, err := s.q.WebhookDeliveryList(ctx, s.pool, db.WebhookDeliveryListParams{
-			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, PageLimit: int32(n),
+			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, PageLimit: resource.Fetch(n),
 		})
 		return rows, dbx.Translate(err, "delivery")
 	}
@@ -127,7 +127,7 @@ func (s *Service) list(ctx context.Context, workspaceID, subID string, status *s
 			return nil, err
 		}
 		return s.q.WebhookDeliveryListByStatus(ctx, tx, db.WebhookDeliveryListByStatusParams{
-			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, Status: *status, PageLimit: int32(n),
+			WorkspaceID: &workspaceID, SubscriptionID: &subID, AfterID: after, Status: *status, PageLimit: resource.Fetch(n),
 		})
 	})
 }
@@ -149,7 +149,9 @@ func (s *Service) Get(ctx context.Context, c *auth.Caller, deliveryID string) (D
 // on). It keeps its id, so the endpoint sees the same webhook-id, with a new
 // timestamp and signature. A pending delivery is 409 conflict (it will be
 // sent anyway); one whose subscription is disabled is 409 disabled (it
-// would only be cancelled). The change is audited as delivery.redelivered.
+// would only be cancelled). The change is audited as delivery.redelivered,
+// and the outbox senders are notified at commit, so the redelivery is
+// attempted at once, not at the engine's next scan.
 func (s *Service) Redeliver(ctx context.Context, c *auth.Caller, deliveryID string) (Delivery, error) {
 	if err := auth.Require(c, auth.PermAdmin); err != nil {
 		return Delivery{}, err
@@ -170,6 +172,10 @@ func (s *Service) Redeliver(ctx context.Context, c *auth.Caller, deliveryID stri
 			return Delivery{}, apperr.New(apperr.KindDisabled, "the delivery's subscription is disabled; enable it before redelivering")
 		}
 		if row, err = s.q.WebhookDeliveryRedeliver(ctx, tx, row.ID); err != nil {
+			return Delivery{}, err
+		}
+		// The senders wake at commit and attempt it at once.
+		if err := outbox.Notify(ctx, tx, row.Kind); err != nil {
 			return Delivery{}, err
 		}
 		err = audit.Record(ctx, tx, audit.Event{

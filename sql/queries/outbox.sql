@@ -9,6 +9,12 @@ WITH ins AS (
 )
 SELECT pg_notify('svc_outbox', ins.kind) FROM ins;
 
+-- OutboxNotify notifies the senders listening on svc_outbox, at the commit of
+-- the caller's transaction, that a delivery of kind is due without having
+-- been inserted (a redelivery).
+-- name: OutboxNotify :exec
+SELECT pg_notify('svc_outbox', @kind::text);
+
 -- OutboxClaim leases up to batch due deliveries of one kind to the caller: the
 -- lease is the row's next_attempt_at, so a sender that dies makes the row due
 -- again when its lease ends. Both counters move: attempts (this round) and

@@ -135,11 +135,11 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, in ListInput) (Page,
 	var rows []db.EnvironmentTemplate
 	if filter == nil {
 		rows, err = s.q.EnvironmentTemplateList(ctx, s.pool, db.EnvironmentTemplateListParams{
-			WorkspaceID: c.WorkspaceID, AfterID: after, Enabled: enabled, Pattern: pattern, PageLimit: int32(n),
+			WorkspaceID: c.WorkspaceID, AfterID: after, Enabled: enabled, Pattern: pattern, PageLimit: resource.Fetch(n),
 		})
 	} else {
 		rows, err = s.q.EnvironmentTemplateListByLabels(ctx, s.pool, db.EnvironmentTemplateListByLabelsParams{
-			WorkspaceID: c.WorkspaceID, AfterID: after, Selectors: filter, Enabled: enabled, Pattern: pattern, PageLimit: int32(n),
+			WorkspaceID: c.WorkspaceID, AfterID: after, Selectors: filter, Enabled: enabled, Pattern: pattern, PageLimit: resource.Fetch(n),
 		})
 	}
 	if err != nil {
