@@ -227,26 +227,19 @@ func appendEntry(out []timelineEntry, e run.Event) []timelineEntry {
 	var err error
 	switch e.Type {
 	case run.EventRunStatus:
-		t.Status = &run.RunStatusData{}
-		err = json.Unmarshal(e.Data, t.Status)
+		t.Status, err = decodeData[run.RunStatusData](e.Data)
 	case run.EventMessageCompleted:
-		t.Message = &run.MessageData{}
-		err = json.Unmarshal(e.Data, t.Message)
+		t.Message, err = decodeData[run.MessageData](e.Data)
 	case run.EventToolCall:
-		t.Call = &run.ToolCallData{}
-		err = json.Unmarshal(e.Data, t.Call)
+		t.Call, err = decodeData[run.ToolCallData](e.Data)
 	case run.EventToolResult:
-		t.Result = &run.ToolResultData{}
-		err = json.Unmarshal(e.Data, t.Result)
+		t.Result, err = decodeData[run.ToolResultData](e.Data)
 	case run.EventError:
-		t.Problem = &run.ErrorData{}
-		err = json.Unmarshal(e.Data, t.Problem)
+		t.Problem, err = decodeData[run.ErrorData](e.Data)
 	case run.EventApprovalRequested:
-		t.Asked = &run.ApprovalRequestedData{}
-		err = json.Unmarshal(e.Data, t.Asked)
+		t.Asked, err = decodeData[run.ApprovalRequestedData](e.Data)
 	case run.EventApprovalDecided:
-		t.Decided = &run.ApprovalDecidedData{}
-		err = json.Unmarshal(e.Data, t.Decided)
+		t.Decided, err = decodeData[run.ApprovalDecidedData](e.Data)
 	default:
 		t.Unparsed = true
 	}
@@ -373,4 +366,10 @@ func (c *Console) approvalsInbox(r *wsRequest) error {
 	}
 	v.Data = d
 	return c.renderIn(r, http.StatusOK, "approvals", "runs", v)
+}
+
+// decodeData decodes an event's data as a T.
+func decodeData[T any](data json.RawMessage) (*T, error) {
+	v := new(T)
+	return v, json.Unmarshal(data, v)
 }

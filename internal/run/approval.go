@@ -457,30 +457,12 @@ func (s *Service) ListWaiting(ctx context.Context, c *auth.Caller, limit *int, c
 // approved it in time), one whose on_timeout is fail fails its run. It
 // answers how many it ended.
 func (s *Service) ExpireApprovals(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		var ev pending
-		n, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
-			rows, err := s.q.ApprovalsExpired(ctx, tx, SweepBatch)
-			if err != nil {
-				return 0, err
-			}
-			for _, a := range rows {
-				if err := s.expireApproval(ctx, tx, a, &ev); err != nil {
-					return 0, fmt.Errorf("expire approval of %s call %s: %w", a.RunID, a.CallID, err)
-				}
-			}
-			return len(rows), nil
-		})
-		if err != nil {
-			return total, err
+	return sweepBatches(ctx, s, s.q.ApprovalsExpired, func(ctx context.Context, tx pgx.Tx, a db.RunApproval, ev *pending) error {
+		if err := s.expireApproval(ctx, tx, a, ev); err != nil {
+			return fmt.Errorf("expire approval of %s call %s: %w", a.RunID, a.CallID, err)
 		}
-		ev.publish(ctx, s.pub)
-		total += n
-		if n < SweepBatch {
-			return total, nil
-		}
-	}
+		return nil
+	})
 }
 
 // expireApproval ends the wait of approval a: the run is locked first, as

@@ -21,17 +21,31 @@ const SweepBatch = 100
 // claimable at once to continue from its last checkpoint in a new attempt.
 // It answers how many leases it ended.
 func (s *Service) ExpireLeases(ctx context.Context) (int, error) {
+	return sweepBatches(ctx, s, s.q.RunExpiredLeases, func(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
+		if err := s.expire(ctx, tx, r, ev); err != nil {
+			return fmt.Errorf("expire lease of %s: %w", r.ID, err)
+		}
+		return nil
+	})
+}
+
+// sweepBatches runs a sweep: it reads up to SweepBatch rows due with read
+// and handles each with handle, all in one transaction, whose events are
+// published once it commits; then the next batch, until a batch is not
+// full. It answers how many rows it handled.
+func sweepBatches[R any](ctx context.Context, s *Service, read func(context.Context, db.DBTX, int32) ([]R, error),
+	handle func(ctx context.Context, tx pgx.Tx, row R, ev *pending) error) (int, error) {
 	total := 0
 	for {
 		var ev pending
 		n, err := dbx.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
-			rows, err := s.q.RunExpiredLeases(ctx, tx, SweepBatch)
+			rows, err := read(ctx, tx, SweepBatch)
 			if err != nil {
 				return 0, err
 			}
 			for _, r := range rows {
-				if err := s.expire(ctx, tx, r, &ev); err != nil {
-					return 0, fmt.Errorf("expire lease of %s: %w", r.ID, err)
+				if err := handle(ctx, tx, r, &ev); err != nil {
+					return 0, err
 				}
 			}
 			return len(rows), nil
