@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/revision"
@@ -29,15 +27,7 @@ func setupAsking(t *testing.T, answer string) (*testBundle, *llmtest.ChatServer,
 		{Text: answer, Chunks: 3, ChunkDelay: 20 * time.Millisecond},
 	})
 	t.Cleanup(model.Close)
-	u, err := url.Parse(model.URL)
-	require.NoError(t, err)
-	port, err := strconv.Atoi(u.Port())
-	require.NoError(t, err)
-	b := setup(t, func(c *config.Config) {
-		c.EndpointPolicy.AllowHTTP = true
-		c.EndpointPolicy.AllowedPrefixes = []string{"127.0.0.0/8"}
-		c.EndpointPolicy.AllowedPorts = []int{port}
-	})
+	b := setup(t, allowLoopback(t, model.URL))
 	testfactory.Model(t, b.h.App.Pool, b.admin.Owner(), &testfactory.ModelOpts{Model: "scripted-1",
 		Provider: &testfactory.ProviderOpts{Config: json.RawMessage(`{"base_url":"` + model.URL + `/v1"}`)}})
 	notes, err := b.h.App.Memories.Create(t.Context(), b.admin.Caller("admin"), memory.CreateInput{Name: "notes", Kind: memory.KindBuiltin})

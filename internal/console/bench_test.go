@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/internal/apitest"
-	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/run"
@@ -131,15 +129,7 @@ func signedInClient(tb testing.TB, h *apitest.Harness, email string) *http.Clien
 func BenchmarkLiveStreamLatency(b *testing.B) {
 	model := llmtest.NewChatServer([]llmtest.Turn{{Text: strings.Repeat("piece ", 40), Chunks: 40, ChunkDelay: 25 * time.Millisecond}})
 	b.Cleanup(model.Close)
-	u, err := url.Parse(model.URL)
-	require.NoError(b, err)
-	port, err := strconv.Atoi(u.Port())
-	require.NoError(b, err)
-	h := apitest.Start(b, apitest.Options{PauseSweeps: true, Configure: func(c *config.Config) {
-		c.EndpointPolicy.AllowHTTP = true
-		c.EndpointPolicy.AllowedPrefixes = []string{"127.0.0.0/8"}
-		c.EndpointPolicy.AllowedPorts = []int{port}
-	}})
+	h := apitest.Start(b, apitest.Options{PauseSweeps: true, Configure: allowLoopback(b, model.URL)})
 	admin := testfactory.Bootstrap(b, h.App.Pool)
 	testfactory.Model(b, h.App.Pool, admin.Owner(), &testfactory.ModelOpts{Model: "scripted-1",
 		Provider: &testfactory.ProviderOpts{Config: json.RawMessage(`{"base_url":"` + model.URL + `/v1"}`)}})

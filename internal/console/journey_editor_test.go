@@ -1,15 +1,12 @@
 package console_test
 
 import (
-	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/memory"
 )
@@ -26,15 +23,7 @@ func TestBrowserEditorBuildsAnAgentAndWatchesItRunLive(t *testing.T) {
 		{Text: "Saved. <script>window.__pwned=1</script> Anything else?", Chunks: 6, ChunkDelay: 120 * time.Millisecond},
 	})
 	t.Cleanup(model.Close)
-	u, err := url.Parse(model.URL)
-	require.NoError(t, err)
-	port, err := strconv.Atoi(u.Port())
-	require.NoError(t, err)
-	b := setup(t, func(c *config.Config) {
-		c.EndpointPolicy.AllowHTTP = true
-		c.EndpointPolicy.AllowedPrefixes = []string{"127.0.0.0/8"}
-		c.EndpointPolicy.AllowedPorts = []int{port}
-	})
+	b := setup(t, allowLoopback(t, model.URL))
 	notes, err := b.h.App.Memories.Create(t.Context(), b.admin.Caller("admin"), memory.CreateInput{Name: "notes", Description: "What the user told us.", Kind: memory.KindBuiltin})
 	require.NoError(t, err)
 

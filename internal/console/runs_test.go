@@ -43,15 +43,7 @@ func setupWithModel(t *testing.T, script []llmtest.Turn) (*testBundle, string) {
 	t.Helper()
 	model := llmtest.NewChatServer(script)
 	t.Cleanup(model.Close)
-	u, err := url.Parse(model.URL)
-	require.NoError(t, err)
-	port, err := strconv.Atoi(u.Port())
-	require.NoError(t, err)
-	b := setup(t, func(c *config.Config) {
-		c.EndpointPolicy.AllowHTTP = true
-		c.EndpointPolicy.AllowedPrefixes = []string{"127.0.0.0/8"}
-		c.EndpointPolicy.AllowedPorts = []int{port}
-	})
+	b := setup(t, allowLoopback(t, model.URL))
 	o := b.admin.Owner()
 	testfactory.Model(t, b.h.App.Pool, o, &testfactory.ModelOpts{Model: "scripted-1",
 		Provider: &testfactory.ProviderOpts{Config: json.RawMessage(`{"base_url":"` + model.URL + `/v1"}`)}})
@@ -59,6 +51,21 @@ func setupWithModel(t *testing.T, script []llmtest.Turn) (*testBundle, string) {
 	ag, err := b.h.App.Agents.Create(t.Context(), b.admin.Caller("admin"), revision.CreateInput{Name: "scripted", Config: json.RawMessage(`{"model":"main"}`)})
 	require.NoError(t, err)
 	return b, ag.ID
+}
+
+// allowLoopback lets providers and subscriptions reach the local server at
+// rawURL (http, on loopback, its port), as a development configuration would.
+func allowLoopback(tb testing.TB, rawURL string) func(*config.Config) {
+	tb.Helper()
+	u, err := url.Parse(rawURL)
+	require.NoError(tb, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(tb, err)
+	return func(c *config.Config) {
+		c.EndpointPolicy.AllowHTTP = true
+		c.EndpointPolicy.AllowedPrefixes = []string{"127.0.0.0/8"}
+		c.EndpointPolicy.AllowedPorts = []int{port}
+	}
 }
 
 // agentWithModel makes a model "main" (once) and an agent on it.
