@@ -86,7 +86,7 @@ generate: generate/api generate/sqlc
 generate/api:
 	$(GOTOOL) oapi-codegen -config oapi-codegen.yaml openapi/openapi.yaml
 	$(GOTOOL) oapi-codegen -config openapi/oapi-codegen-client.yaml openapi/openapi.yaml
-	$(GOTOOL) oapi-codegen -config openapi/oapi-codegen-spec.yaml openapi/openapi.yaml
+	go run ./scripts/openapijson openapi/openapi.yaml gen/openapi
 
 generate/sqlc:
 	$(GOTOOL) sqlc generate

@@ -11,7 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/svcdev/svc/gen/spec"
+	"github.com/svcdev/svc/gen/openapi"
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/session"
@@ -103,7 +103,7 @@ func (c *Console) workspaceHome(r *wsRequest) error {
 
 // permissions maps each operationId of the contract to its x-svc-permission.
 func permissions() (map[string]string, error) {
-	doc, err := spec.GetSpec()
+	doc, err := openapi.Load()
 	if err != nil {
 		return nil, fmt.Errorf("console: load the contract: %w", err)
 	}
@@ -111,8 +111,7 @@ func permissions() (map[string]string, error) {
 	for _, item := range doc.Paths.Map() {
 		for _, op := range item.Operations() {
 			perm, _ := op.Extensions["x-svc-permission"].(string)
-			// The embedded copy capitalizes operation ids; match either.
-			out[strings.ToLower(op.OperationID)] = perm
+			out[op.OperationID] = perm
 		}
 	}
 	return out, nil
@@ -128,7 +127,7 @@ func resolvePermissions(rs []route) ([]route, error) {
 	out := make([]route, len(rs))
 	for i, rt := range rs {
 		if rt.Twin != "" {
-			p, ok := perms[strings.ToLower(rt.Twin)]
+			p, ok := perms[rt.Twin]
 			if !ok {
 				return nil, fmt.Errorf("console: route %s %s names operation %q, which the contract does not have", rt.Method, rt.Path, rt.Twin)
 			}

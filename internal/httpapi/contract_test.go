@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/gen/spec"
+	"github.com/svcdev/svc/gen/openapi"
 	"github.com/svcdev/svc/internal/auth"
 )
 
 // TestContractIsValid catches a malformed openapi.yaml before any server test.
 func TestContractIsValid(t *testing.T) {
 	t.Parallel()
-	doc, err := spec.GetSpec()
+	doc, err := openapi.Load()
 	require.NoError(t, err)
 	require.NoError(t, doc.Validate(t.Context()))
 }
@@ -24,7 +24,7 @@ func TestContractIsValid(t *testing.T) {
 // (security: []) may say "none".
 func TestEveryOperationDeclaresItsPermission(t *testing.T) {
 	t.Parallel()
-	doc, err := spec.GetSpec()
+	doc, err := openapi.Load()
 	require.NoError(t, err)
 	valid := map[string]bool{auth.PermNone: true, auth.PermRead: true, auth.PermRun: true, auth.PermWrite: true, auth.PermAdmin: true, auth.PermOrganizationAdmin: true}
 	for path, item := range doc.Paths.Map() {
@@ -44,7 +44,7 @@ func TestEveryOperationDeclaresItsPermission(t *testing.T) {
 // 401 and 429 on every operation that needs a key.
 func TestEveryAPIOperationDocumentsTheEdgeAnswers(t *testing.T) {
 	t.Parallel()
-	doc, err := spec.GetSpec()
+	doc, err := openapi.Load()
 	require.NoError(t, err)
 	for path, item := range doc.Paths.Map() {
 		if !strings.HasPrefix(path, "/api/v1/") {
@@ -74,7 +74,7 @@ func TestEveryAPIOperationDocumentsTheEdgeAnswers(t *testing.T) {
 // answer raw bytes.
 func TestBinaryOperationsAreDeclaredConsistently(t *testing.T) {
 	t.Parallel()
-	doc, err := spec.GetSpec()
+	doc, err := openapi.Load()
 	require.NoError(t, err)
 	seen := map[string]int{}
 	for path, item := range doc.Paths.Map() {

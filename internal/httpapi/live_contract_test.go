@@ -7,7 +7,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/gen/spec"
+	"github.com/svcdev/svc/gen/openapi"
 	"github.com/svcdev/svc/internal/environment/template"
 	"github.com/svcdev/svc/internal/labels"
 	"github.com/svcdev/svc/internal/subscription"
@@ -17,7 +17,7 @@ import (
 // (and its validator enforces first) equal to the services' own.
 func TestLiveResourceLimitsMatchTheContract(t *testing.T) {
 	t.Parallel()
-	doc, err := spec.GetSpec()
+	doc, err := openapi.Load()
 	require.NoError(t, err)
 	schemas := doc.Components.Schemas
 

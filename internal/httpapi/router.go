@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/svcdev/svc/gen/api"
-	"github.com/svcdev/svc/gen/spec"
+	"github.com/svcdev/svc/gen/openapi"
 	"github.com/svcdev/svc/internal/console"
 	"github.com/svcdev/svc/internal/health"
 	"github.com/svcdev/svc/internal/idempotency"
@@ -52,23 +52,20 @@ type Options struct {
 	CORSAllowedOrigins []string
 }
 
-// contract is the embedded OpenAPI document: served as JSON and used to validate
-// requests. It is parsed once, when the first handler is built.
+// contract is the written OpenAPI document, embedded as JSON by `make
+// generate`: served as those bytes and parsed to validate requests. It is
+// parsed once, when the handler is built.
 type contract struct {
 	json []byte
 	doc  *openapi3.T
 }
 
 func loadContract() (contract, error) {
-	raw, err := spec.GetSpecJSON()
-	if err != nil {
-		return contract{}, fmt.Errorf("decode embedded contract: %w", err)
-	}
-	doc, err := spec.GetSpec()
+	doc, err := openapi.Load()
 	if err != nil {
 		return contract{}, fmt.Errorf("load embedded contract: %w", err)
 	}
-	return contract{json: raw, doc: doc}, nil
+	return contract{json: openapi.JSON(), doc: doc}, nil
 }
 
 // New builds the HTTP handler for a process.

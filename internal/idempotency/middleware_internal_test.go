@@ -16,7 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcdev/svc/gen/spec"
+	"github.com/svcdev/svc/gen/openapi"
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/keyring"
@@ -235,7 +235,7 @@ func TestMiddlewareUnit(t *testing.T) {
 
 func TestOperationsOfContract(t *testing.T) {
 	t.Parallel()
-	doc, err := spec.GetSpec()
+	doc, err := openapi.Load()
 	require.NoError(t, err)
 	ops := operationsOf(doc)
 	for _, want := range []string{
