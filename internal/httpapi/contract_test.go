@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/gen/openapi"
@@ -108,4 +109,65 @@ func TestBinaryOperationsAreDeclaredConsistently(t *testing.T) {
 	}
 	require.Positive(t, seen[binaryRequest], "the asset upload is declared")
 	require.Positive(t, seen[binaryResponse], "the asset download is declared")
+}
+
+// TestContractFreeFormObjectsDeclareAdditionalProperties: an object schema
+// without properties (metadata and other free JSON) says what its values may
+// be, so generators type it as a map of anything rather than an empty object.
+func TestContractFreeFormObjectsDeclareAdditionalProperties(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load()
+	require.NoError(t, err)
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(where string, ref *openapi3.SchemaRef)
+	walk = func(where string, ref *openapi3.SchemaRef) {
+		if ref == nil || ref.Value == nil || seen[ref.Value] {
+			return
+		}
+		s := ref.Value
+		seen[s] = true
+		if s.Type.Is(openapi3.TypeObject) && len(s.Properties) == 0 && len(s.AllOf)+len(s.OneOf)+len(s.AnyOf) == 0 {
+			ap := s.AdditionalProperties
+			require.True(t, ap.Has != nil || ap.Schema != nil, "%s: a free-form object declares additionalProperties", where)
+		}
+		for name, p := range s.Properties {
+			walk(where+"."+name, p)
+		}
+		for _, list := range [][]*openapi3.SchemaRef{s.AllOf, s.OneOf, s.AnyOf} {
+			for _, sub := range list {
+				walk(where, sub)
+			}
+		}
+		walk(where+"[]", s.Items)
+		walk(where+"{}", s.AdditionalProperties.Schema)
+		if s.Not != nil {
+			walk(where, s.Not)
+		}
+	}
+	for name, s := range doc.Components.Schemas {
+		walk(name, s)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			where := method + " " + path
+			for _, p := range op.Parameters {
+				if p.Value != nil {
+					walk(where+" "+p.Value.Name, p.Value.Schema)
+				}
+			}
+			if op.RequestBody != nil && op.RequestBody.Value != nil {
+				for ct, mt := range op.RequestBody.Value.Content {
+					walk(where+" request "+ct, mt.Schema)
+				}
+			}
+			for status, r := range op.Responses.Map() {
+				if r.Value == nil {
+					continue
+				}
+				for ct, mt := range r.Value.Content {
+					walk(where+" "+status+" "+ct, mt.Schema)
+				}
+			}
+		}
+	}
 }
