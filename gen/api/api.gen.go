@@ -389,9 +389,9 @@ const (
 	EventTypeApprovalDecided   EventType = "approval.decided"
 	EventTypeApprovalRequested EventType = "approval.requested"
 	EventTypeContextCompacted  EventType = "context.compacted"
-	EventTypeError             EventType = "error"
 	EventTypeMessageCompleted  EventType = "message.completed"
 	EventTypeMessageDelta      EventType = "message.delta"
+	EventTypeRunError          EventType = "run.error"
 	EventTypeRunStatus         EventType = "run.status"
 	EventTypeToolCall          EventType = "tool.call"
 	EventTypeToolResult        EventType = "tool.result"
@@ -406,11 +406,11 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeContextCompacted:
 		return true
-	case EventTypeError:
-		return true
 	case EventTypeMessageCompleted:
 		return true
 	case EventTypeMessageDelta:
+		return true
+	case EventTypeRunError:
 		return true
 	case EventTypeRunStatus:
 		return true
@@ -1939,7 +1939,7 @@ type ErrorDetail struct {
 	Reason string `json:"reason"`
 }
 
-// ErrorEventData `error`: something went wrong; `retrying` says the run goes on.
+// ErrorEventData `run.error`: something went wrong; `retrying` says the run goes on.
 type ErrorEventData struct {
 	Code     string `json:"code"`
 	Message  string `json:"message"`

@@ -390,9 +390,9 @@ const (
 	EventTypeApprovalDecided   EventType = "approval.decided"
 	EventTypeApprovalRequested EventType = "approval.requested"
 	EventTypeContextCompacted  EventType = "context.compacted"
-	EventTypeError             EventType = "error"
 	EventTypeMessageCompleted  EventType = "message.completed"
 	EventTypeMessageDelta      EventType = "message.delta"
+	EventTypeRunError          EventType = "run.error"
 	EventTypeRunStatus         EventType = "run.status"
 	EventTypeToolCall          EventType = "tool.call"
 	EventTypeToolResult        EventType = "tool.result"
@@ -407,11 +407,11 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeContextCompacted:
 		return true
-	case EventTypeError:
-		return true
 	case EventTypeMessageCompleted:
 		return true
 	case EventTypeMessageDelta:
+		return true
+	case EventTypeRunError:
 		return true
 	case EventTypeRunStatus:
 		return true
@@ -1940,7 +1940,7 @@ type ErrorDetail struct {
 	Reason string `json:"reason"`
 }
 
-// ErrorEventData `error`: something went wrong; `retrying` says the run goes on.
+// ErrorEventData `run.error`: something went wrong; `retrying` says the run goes on.
 type ErrorEventData struct {
 	Code     string `json:"code"`
 	Message  string `json:"message"`
@@ -6034,9 +6034,11 @@ type ClientInterface interface {
 	//
 	// A `text/event-stream` of the thread's events after `Last-Event-ID` (which wins) or
 	// `after` (0 or left out: from the first). Each event is one frame: `id: <seq>`,
-	// `event: <type>`, `data: <Event JSON>`. History comes from PostgreSQL, then the live
-	// tail follows; sequence numbers are gap-free, so a client that reconnects with the
-	// last `id` it saw misses nothing and sees nothing twice. A comment line (`: ping`)
+	// `event: <type>`, `data: <Event JSON>`; no event type is named `error`, so an
+	// EventSource's own `error` event (a dropped connection) is never a thread event.
+	// History comes from PostgreSQL, then the live tail follows; sequence numbers are
+	// gap-free, so a client that reconnects with the last `id` it saw misses nothing and
+	// sees nothing twice. A comment line (`: ping`)
 	// is sent about every 15 seconds while nothing happens. While the in-memory store
 	// (Redis) is unreachable there is no live tail: the stream sends the history, a
 	// `retry: 5000` hint and ends, and the client reconnects later. The stream also ends
@@ -8990,9 +8992,11 @@ func (c *Client) ListThreadMessages(ctx context.Context, threadId ThreadId, para
 //
 // A `text/event-stream` of the thread's events after `Last-Event-ID` (which wins) or
 // `after` (0 or left out: from the first). Each event is one frame: `id: <seq>`,
-// `event: <type>`, `data: <Event JSON>`. History comes from PostgreSQL, then the live
-// tail follows; sequence numbers are gap-free, so a client that reconnects with the
-// last `id` it saw misses nothing and sees nothing twice. A comment line (`: ping`)
+// `event: <type>`, `data: <Event JSON>`; no event type is named `error`, so an
+// EventSource's own `error` event (a dropped connection) is never a thread event.
+// History comes from PostgreSQL, then the live tail follows; sequence numbers are
+// gap-free, so a client that reconnects with the last `id` it saw misses nothing and
+// sees nothing twice. A comment line (`: ping`)
 // is sent about every 15 seconds while nothing happens. While the in-memory store
 // (Redis) is unreachable there is no live tail: the stream sends the history, a
 // `retry: 5000` hint and ends, and the client reconnects later. The stream also ends
@@ -17462,9 +17466,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// A `text/event-stream` of the thread's events after `Last-Event-ID` (which wins) or
 	// `after` (0 or left out: from the first). Each event is one frame: `id: <seq>`,
-	// `event: <type>`, `data: <Event JSON>`. History comes from PostgreSQL, then the live
-	// tail follows; sequence numbers are gap-free, so a client that reconnects with the
-	// last `id` it saw misses nothing and sees nothing twice. A comment line (`: ping`)
+	// `event: <type>`, `data: <Event JSON>`; no event type is named `error`, so an
+	// EventSource's own `error` event (a dropped connection) is never a thread event.
+	// History comes from PostgreSQL, then the live tail follows; sequence numbers are
+	// gap-free, so a client that reconnects with the last `id` it saw misses nothing and
+	// sees nothing twice. A comment line (`: ping`)
 	// is sent about every 15 seconds while nothing happens. While the in-memory store
 	// (Redis) is unreachable there is no live tail: the stream sends the history, a
 	// `retry: 5000` hint and ends, and the client reconnects later. The stream also ends
@@ -33959,9 +33965,11 @@ func (c *ClientWithResponses) ListThreadMessagesWithResponse(ctx context.Context
 //
 // A `text/event-stream` of the thread's events after `Last-Event-ID` (which wins) or
 // `after` (0 or left out: from the first). Each event is one frame: `id: <seq>`,
-// `event: <type>`, `data: <Event JSON>`. History comes from PostgreSQL, then the live
-// tail follows; sequence numbers are gap-free, so a client that reconnects with the
-// last `id` it saw misses nothing and sees nothing twice. A comment line (`: ping`)
+// `event: <type>`, `data: <Event JSON>`; no event type is named `error`, so an
+// EventSource's own `error` event (a dropped connection) is never a thread event.
+// History comes from PostgreSQL, then the live tail follows; sequence numbers are
+// gap-free, so a client that reconnects with the last `id` it saw misses nothing and
+// sees nothing twice. A comment line (`: ping`)
 // is sent about every 15 seconds while nothing happens. While the in-memory store
 // (Redis) is unreachable there is no live tail: the stream sends the history, a
 // `retry: 5000` hint and ends, and the client reconnects later. The stream also ends

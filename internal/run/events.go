@@ -19,10 +19,25 @@ const (
 	EventMessageCompleted  = "message.completed"
 	EventToolCall          = "tool.call"
 	EventToolResult        = "tool.result"
-	EventError             = "error"
+	EventError             = "run.error"
 	EventApprovalRequested = "approval.requested"
 	EventApprovalDecided   = "approval.decided"
 )
+
+// eventErrorOld is the type a build before schema version 23 writes for
+// EventError (an SSE event named `error` collides with the EventSource's own
+// `error` event). Migration 00023 renames the stored ones; an old replica
+// still running during a rolling upgrade writes more, so reads map it too.
+const eventErrorOld = "error"
+
+// EventType is the type an event of type t reads as: EventError for the type
+// an older build writes, t otherwise.
+func EventType(t string) string {
+	if t == eventErrorOld {
+		return EventError
+	}
+	return t
+}
 
 // Event is one event of a thread: its sequence number is gap-free per thread.
 type Event struct {
@@ -178,5 +193,5 @@ func appendEvents(ctx context.Context, q db.DBTX, workspaceID, threadID string, 
 }
 
 func eventOf(r db.ThreadEvent) Event {
-	return Event{ThreadID: r.ThreadID, Seq: r.Seq, Type: r.Type, RunID: r.RunID, At: r.At, Data: r.Data}
+	return Event{ThreadID: r.ThreadID, Seq: r.Seq, Type: EventType(r.Type), RunID: r.RunID, At: r.At, Data: r.Data}
 }

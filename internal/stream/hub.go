@@ -256,7 +256,21 @@ func (h *Hub) deliver(res []redis.XStream, byKey map[string]*tail) {
 				h.log.Debug("stream: undecodable entry", "thread_id", t.threadID, "entry", m.ID)
 				continue
 			}
-			fresh = append(fresh, Item{Seq: seq, Type: head.Type, JSON: []byte(raw)})
+			it := Item{Seq: seq, Type: head.Type, JSON: []byte(raw)}
+			if typ := run.EventType(head.Type); typ != head.Type {
+				// An older replica's entry: send it under the type it reads as.
+				var e run.Event
+				var err error
+				if err = json.Unmarshal([]byte(raw), &e); err == nil {
+					e.Type = typ
+					it, err = ItemOf(e)
+				}
+				if err != nil {
+					h.log.Debug("stream: undecodable entry", "thread_id", t.threadID, "entry", m.ID)
+					continue
+				}
+			}
+			fresh = append(fresh, it)
 		}
 		if len(fresh) == 0 {
 			continue

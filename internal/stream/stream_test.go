@@ -334,3 +334,27 @@ func TestANewThreadIsFollowedWithoutWaitingForTheBlock(t *testing.T) {
 	require.NoError(t, waitA())
 	require.NoError(t, waitB())
 }
+
+func TestFollowSendsAnOldReplicasErrorEventAsRunError(t *testing.T) {
+	t.Parallel()
+	f := setup(t, stream.Options{Heartbeat: time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s, wait := f.follow(t, ctx, "th_a", 0)
+	// A replica of an older build publishes the event under the type `error`.
+	f.pub.Publish(ctx, "th_a", []run.Event{{ThreadID: "th_a", Seq: 1, Type: "error", At: time.Now(),
+		Data: json.RawMessage(`{"code":"attempt_failed","message":"boom","retrying":true}`)}})
+	select {
+	case it := <-s.ch:
+		require.Equal(t, int64(1), it.Seq)
+		require.Equal(t, run.EventError, it.Type)
+		var e map[string]any
+		require.NoError(t, json.Unmarshal(it.JSON, &e))
+		require.Equal(t, "run.error", e["type"])
+		require.Equal(t, map[string]any{"code": "attempt_failed", "message": "boom", "retrying": true}, e["data"])
+	case <-time.After(5 * time.Second):
+		t.Fatal("the event never arrived")
+	}
+	cancel()
+	require.NoError(t, wait())
+}

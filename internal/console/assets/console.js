@@ -162,7 +162,6 @@
           line(li, data.timed_out ? "Nobody decided in time on " : (data.decision === "approve" ? "Approved: " : "Denied: "), data.name,
             data.message ? " · " + data.message : "");
           break;
-        case "error":
         case "run.error":
           current = null;
           li.appendChild(el("p", "field-error", data.code + ": " + data.message + (data.retrying ? " (retrying)" : "")));
@@ -192,11 +191,6 @@
     ["run.status", "message.delta", "message.completed", "tool.call", "tool.result", "run.error",
       "approval.requested", "approval.decided", "context.compacted"].forEach(function (t) {
       es.addEventListener(t, handle);
-    });
-    // A server event named "error" has data; the EventSource's own error
-    // event (a dropped connection, which it retries) has none.
-    es.addEventListener("error", function (msg) {
-      if (msg.data) handle(msg);
     });
   }
 
