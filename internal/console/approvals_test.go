@@ -108,6 +108,7 @@ func TestBrowserApprovingAToolCall(t *testing.T) {
 	c.clickText(`.approval button`, "^Approve$")
 	c.elText(`[data-live-status]`, "^succeeded$")
 	c.elText(`[data-live-timeline] .message-text`, "Noted, thank you.")
+	c.settled()
 	text := c.text(`[data-live-timeline]`)
 	require.True(t, strings.Contains(text, "Approved: memory_write"), text)
 	require.True(t, strings.Contains(text, "Tool result of memory_write"), text)

@@ -58,7 +58,7 @@ func (b *testBundle) newChrome(t *testing.T) *chrome {
 	page, err := browser.Page(proto.TargetCreateTarget{})
 	require.NoError(t, err)
 	require.NoError(t, page.SetViewport(&proto.EmulationSetDeviceMetricsOverride{Width: 1280, Height: 900, DeviceScaleFactor: 1}))
-	c := &chrome{t: t, b: b, page: page.Timeout(30 * time.Second)}
+	c := &chrome{t: t, b: b, page: page.Timeout(60 * time.Second)}
 	go page.EachEvent(func(e *proto.RuntimeExceptionThrown) {
 		c.problem("script exception: " + e.ExceptionDetails.Text + " " + describe(e.ExceptionDetails.Exception))
 	}, func(e *proto.RuntimeConsoleAPICalled) {
@@ -100,6 +100,16 @@ func (c *chrome) problem(p string) {
 	c.mu.Lock()
 	c.problems = append(c.problems, p)
 	c.mu.Unlock()
+}
+
+// settled waits until the page follows no live run: a finished run's page
+// shows itself again once (console.js), and leaving before that aborts it.
+func (c *chrome) settled() {
+	c.t.Helper()
+	require.Eventually(c.t, func() bool {
+		has, _, err := c.page.Has("[data-live-stream]")
+		return err == nil && !has
+	}, 60*time.Second, 50*time.Millisecond, "the page still follows a live run")
 }
 
 // open goes to a path of the console and waits for its content.

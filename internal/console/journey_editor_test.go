@@ -69,6 +69,7 @@ func TestBrowserEditorBuildsAnAgentAndWatchesItRunLive(t *testing.T) {
 	c.elText(`[data-live-timeline] code`, "memory_write")
 	c.elText(`[data-live-status]`, "succeeded")
 	c.elText(`[data-live-timeline] .message-text`, "Anything else")
+	c.settled()
 	c.screenshot("run")
 
 	pwned, err := c.page.Eval(`() => window.__pwned === undefined && document.querySelectorAll("[data-live-timeline] img, [data-live-timeline] script").length === 0`)

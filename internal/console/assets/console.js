@@ -55,6 +55,13 @@
 
   var finished = { succeeded: true, failed: true, cancelled: true };
 
+  // reloadPage shows the page again in place. Leaving the page meanwhile
+  // aborts the request, which is no error.
+  function reloadPage() {
+    var p = window.htmx.ajax("GET", window.location.pathname, { target: "#page", select: "#page", swap: "outerHTML" });
+    if (p && p.catch) p.catch(function () {});
+  }
+
   function follow(section) {
     var url = section.getAttribute("data-live-stream");
     var runID = section.getAttribute("data-live-run");
@@ -173,7 +180,7 @@
         // The run waits for a decision: show the page again with the
         // forms to make it (the swap ends this stream; the page opens the
         // next one).
-        window.htmx.ajax("GET", window.location.pathname, { target: "#page", select: "#page", swap: "outerHTML" });
+        reloadPage();
         return;
       }
       if (ev.type === "run.status" && runID && finished[data.status]) {
@@ -183,7 +190,7 @@
         var note = section.querySelector(".live-note");
         if (note) note.textContent = "The run finished.";
         if (window.htmx) {
-          window.htmx.ajax("GET", window.location.pathname, { target: "#page", select: "#page", swap: "outerHTML" });
+          reloadPage();
         }
       }
     }
