@@ -49,10 +49,7 @@ func rolesUpTo(role string) []string {
 }
 
 func (c *Console) apiKeysView(r *wsRequest, all bool, v view) (view, error) {
-	in := identity.PageInput{}
-	if cur := r.ec.QueryParam("cursor"); cur != "" {
-		in.Cursor = &cur
-	}
+	in := identity.PageInput{Cursor: r.cursor()}
 	var page identity.Page[identity.APIKey]
 	var err error
 	if all {
@@ -69,9 +66,7 @@ func (c *Console) apiKeysView(r *wsRequest, all bool, v view) (view, error) {
 	}
 	d.All, d.Keys, d.Roles = all, page.Items, rolesUpTo(r.caller.Role)
 	d.Tomorrow = time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
-	if page.NextCursor != nil {
-		d.Next = *page.NextCursor
-	}
+	d.Next = nextCursor(page.NextCursor)
 	v.Data = d
 	if v.Title == "" {
 		v.Title = "API keys"

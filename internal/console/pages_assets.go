@@ -31,7 +31,7 @@ type assetsPage struct {
 }
 
 func (c *Console) assetsView(r *wsRequest, v view) (view, error) {
-	page, err := c.svc.Assets.List(r.ctx(), r.caller, nil, listCursor(r))
+	page, err := c.svc.Assets.List(r.ctx(), r.caller, nil, r.cursor())
 	if err != nil {
 		return v, err
 	}

@@ -32,7 +32,7 @@ const auditTimeLayout = "2006-01-02T15:04"
 // (GET). A filter it cannot read is said beside its field.
 func (c *Console) auditLog(r *wsRequest) error {
 	v := view{Title: "Audit log", Form: map[string]string{}, Fields: map[string]string{}}
-	in := identity.ListAuditEventsInput{PageInput: identity.PageInput{Cursor: listCursor(r)}}
+	in := identity.ListAuditEventsInput{PageInput: identity.PageInput{Cursor: r.cursor()}}
 	for name, dst := range map[string]**string{"actor_id": &in.ActorID, "action": &in.Action, "subject_id": &in.SubjectID} {
 		if s := strings.TrimSpace(r.ec.QueryParam(name)); s != "" {
 			v.Form[name], *dst = s, &s

@@ -50,9 +50,7 @@ func (c *Console) connections(r *wsRequest) error {
 	for _, p := range prvs {
 		d.Providers[p.ID] = p.Name
 	}
-	if page.NextCursor != nil {
-		d.Next = *page.NextCursor
-	}
+	d.Next = nextCursor(page.NextCursor)
 	return c.renderIn(r, http.StatusOK, "connections", "connections", view{Title: "Connections", Data: d})
 }
 

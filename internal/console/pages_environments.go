@@ -70,9 +70,7 @@ func (c *Console) environments(r *wsRequest) error {
 			d.TemplateNames[e.TemplateID] = t.Name
 		}
 	}
-	if page.NextCursor != nil {
-		d.Next = *page.NextCursor
-	}
+	d.Next = nextCursor(page.NextCursor)
 	return c.renderIn(r, http.StatusOK, "environments", "environments", view{Title: "Environments", Data: d})
 }
 
@@ -145,9 +143,7 @@ func (c *Console) templates(r *wsRequest) error {
 	for _, p := range prvs {
 		d.Providers[p.ID] = p.Name
 	}
-	if page.NextCursor != nil {
-		d.Next = *page.NextCursor
-	}
+	d.Next = nextCursor(page.NextCursor)
 	return c.renderIn(r, http.StatusOK, "env_templates", "environments", view{Title: "Environment templates", Data: d})
 }
 

@@ -35,7 +35,7 @@ type membersPage struct {
 }
 
 func (c *Console) membersView(r *wsRequest, v view) (view, error) {
-	page, err := c.svc.Identity.ListMembers(r.ctx(), r.caller, identity.PageInput{Cursor: listCursor(r)})
+	page, err := c.svc.Identity.ListMembers(r.ctx(), r.caller, identity.PageInput{Cursor: r.cursor()})
 	if err != nil {
 		return v, err
 	}
@@ -123,7 +123,7 @@ func invitationState(inv invitation.Invitation, now time.Time) string {
 
 func (c *Console) invitationsView(r *wsRequest, v view) (view, error) {
 	page, err := c.invitations.List(r.ctx(), invitation.ListInput{
-		Caller: r.caller, Target: invitation.Target{WorkspaceID: r.caller.WorkspaceID}, Cursor: listCursor(r),
+		Caller: r.caller, Target: invitation.Target{WorkspaceID: r.caller.WorkspaceID}, Cursor: r.cursor(),
 	})
 	if err != nil {
 		return v, err

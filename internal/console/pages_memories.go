@@ -36,7 +36,7 @@ type memoriesPage struct {
 const providerChoices = 100
 
 func (c *Console) memoriesView(r *wsRequest, v view) (view, error) {
-	page, err := c.svc.Memories.List(r.ctx(), r.caller, nil, listCursor(r))
+	page, err := c.svc.Memories.List(r.ctx(), r.caller, nil, r.cursor())
 	if err != nil {
 		return v, err
 	}
@@ -166,7 +166,7 @@ func (c *Console) memoryRecords(r *wsRequest) error {
 	q := strings.TrimSpace(r.ec.QueryParam("q"))
 	d := &memoryRecordsPage{Memory: m, Query: q}
 	v := view{Title: "Records of " + m.Name, Data: d, Form: map[string]string{"q": q}}
-	page, err := c.svc.Memories.ListRecords(r.ctx(), r.caller, memory.RecordQuery{MemoryID: m.ID, Query: q, Cursor: listCursor(r)})
+	page, err := c.svc.Memories.ListRecords(r.ctx(), r.caller, memory.RecordQuery{MemoryID: m.ID, Query: q, Cursor: r.cursor()})
 	if err != nil {
 		if _, ok := formError(&v, err); !ok {
 			return err

@@ -101,9 +101,7 @@ func (c *Console) models(r *wsRequest) error {
 	for _, p := range prvs {
 		d.Providers[p.ID] = p.Name
 	}
-	if page.NextCursor != nil {
-		d.Next = *page.NextCursor
-	}
+	d.Next = nextCursor(page.NextCursor)
 	return c.renderIn(r, http.StatusOK, "models", "models", view{Title: "Models", Data: d})
 }
 

@@ -91,14 +91,6 @@ func (c *Console) typeNames(k catalog.Kind) map[string]string {
 	return out
 }
 
-// cursor is the page's ?cursor=, nil for the first page.
-func (r *wsRequest) cursor() *string {
-	if cur := r.ec.QueryParam("cursor"); cur != "" {
-		return &cur
-	}
-	return nil
-}
-
 // providers lists the providers of kind k (GET).
 func (c *Console) providers(k catalog.Kind) func(*wsRequest) error {
 	return func(r *wsRequest) error {

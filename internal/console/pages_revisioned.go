@@ -204,9 +204,7 @@ func (c *Console) heads(r *wsRequest, k *headKind) error {
 		return c.renderIn(r, http.StatusOK, "revisioned_list", k.Section, v)
 	}
 	d.Heads = page.Items
-	if page.NextCursor != nil {
-		d.Next = *page.NextCursor
-	}
+	d.Next = nextCursor(page.NextCursor)
 	return c.renderIn(r, http.StatusOK, "revisioned_list", k.Section, v)
 }
 
@@ -345,10 +343,7 @@ func (c *Console) headView(r *wsRequest, k *headKind, v view) (view, error) {
 	if err != nil {
 		return v, err
 	}
-	var cursor *string
-	if cur := r.ec.QueryParam("cursor"); cur != "" {
-		cursor = &cur
-	}
+	cursor := r.cursor()
 	revs, next, err := k.svc().revisions(r.ctx(), r.caller, id, cursor)
 	if err != nil {
 		return v, err

@@ -129,9 +129,7 @@ func (c *Console) runs(r *wsRequest) error {
 		return err
 	}
 	d.Runs = page.Items
-	if page.NextCursor != nil {
-		d.Next = *page.NextCursor
-	}
+	d.Next = nextCursor(page.NextCursor)
 	return c.renderIn(r, http.StatusOK, "runs", "runs", v)
 }
 
@@ -293,22 +291,27 @@ func (c *Console) runPage(r *wsRequest) error {
 func (c *Console) cancelRun(r *wsRequest) error {
 	rn, err := c.svc.Runs.Cancel(r.ctx(), r.caller, r.ec.Param("run"))
 	if err != nil {
-		v := view{}
-		status, ok := formError(&v, err)
-		if !ok {
-			return err
-		}
-		v, verr := c.runView(r, r.ec.Param("run"), v)
-		if verr != nil {
-			return verr
-		}
-		return c.renderIn(r, status, "run", "runs", v)
+		return c.runRefused(r, view{}, err)
 	}
 	notice := "The run is cancelled."
 	if !rn.Status.Finished() {
 		notice = "The run was asked to stop: its worker ends it as cancelled within moments."
 	}
 	return r.redirect(r.path("runs", rn.ID), notice)
+}
+
+// runRefused shows the run's page again with what the service refused of
+// an action on it (err); a failure no form explains is returned as it is.
+func (c *Console) runRefused(r *wsRequest, v view, err error) error {
+	status, ok := formError(&v, err)
+	if !ok {
+		return err
+	}
+	v, verr := c.runView(r, r.ec.Param("run"), v)
+	if verr != nil {
+		return verr
+	}
+	return c.renderIn(r, status, "run", "runs", v)
 }
 
 // decideApproval approves or denies a tool call a run waits on (POST): the
@@ -318,16 +321,7 @@ func (c *Console) decideApproval(r *wsRequest) error {
 	in := run.DecideInput{CallID: r.form.Get("call_id"), Decision: r.form.Get("decision"), Message: strings.TrimSpace(r.form.Get("message"))}
 	a, err := c.svc.Runs.DecideApproval(r.ctx(), r.caller, r.ec.Param("run"), in)
 	if err != nil {
-		v := view{Form: map[string]string{"message": in.Message}}
-		status, ok := formError(&v, err)
-		if !ok {
-			return err
-		}
-		v, verr := c.runView(r, r.ec.Param("run"), v)
-		if verr != nil {
-			return verr
-		}
-		return c.renderIn(r, status, "run", "runs", v)
+		return c.runRefused(r, view{Form: map[string]string{"message": in.Message}}, err)
 	}
 	notice := "The call " + a.Name + " is approved: the run goes on and runs it."
 	if in.Decision == run.DecisionDeny {
@@ -350,10 +344,7 @@ type approvalsPage struct {
 // tool call, newest first, with their calls (GET).
 func (c *Console) approvalsInbox(r *wsRequest) error {
 	v := view{Title: "Waiting for approval"}
-	var cursor *string
-	if cur := r.ec.QueryParam("cursor"); cur != "" {
-		cursor = &cur
-	}
+	cursor := r.cursor()
 	page, err := c.svc.Runs.ListWaiting(r.ctx(), r.caller, nil, cursor)
 	if err != nil {
 		if _, ok := formError(&v, err); !ok {
@@ -361,9 +352,7 @@ func (c *Console) approvalsInbox(r *wsRequest) error {
 		}
 	}
 	d := &approvalsPage{Runs: page.Items}
-	if page.NextCursor != nil {
-		d.Next = *page.NextCursor
-	}
+	d.Next = nextCursor(page.NextCursor)
 	v.Data = d
 	return c.renderIn(r, http.StatusOK, "approvals", "runs", v)
 }

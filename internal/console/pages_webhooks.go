@@ -63,7 +63,7 @@ func (p *subscriptionPage) Ticked(t string) bool { return slices.Contains(p.Chos
 
 // webhooksView reads a page of subscriptions into v.
 func (c *Console) webhooksView(r *wsRequest, v view) (view, error) {
-	page, err := c.svc.Subscriptions.List(r.ctx(), r.caller, nil, listCursor(r))
+	page, err := c.svc.Subscriptions.List(r.ctx(), r.caller, nil, r.cursor())
 	if err != nil {
 		return v, err
 	}
@@ -134,7 +134,7 @@ func (c *Console) subscriptionView(r *wsRequest, v view) (view, error) {
 		}
 		d.Chosen = sub.EventTypes
 	}
-	in := webhook.ListInput{SubscriptionID: sub.ID, Cursor: listCursor(r)}
+	in := webhook.ListInput{SubscriptionID: sub.ID, Cursor: r.cursor()}
 	if s := r.ec.QueryParam("status"); s != "" {
 		d.Status = s
 		in.Status = &s
@@ -291,20 +291,4 @@ func (c *Console) redeliver(r *wsRequest) error {
 	}
 	return r.redirect(r.path("webhooks", r.ec.Param("subscription"), "deliveries", r.ec.Param("delivery")),
 		"The delivery is queued again: it is attempted now, with a new round of attempts.")
-}
-
-// listCursor is the ?cursor= of a list page, nil for its first page.
-func listCursor(r *wsRequest) *string {
-	if cur := r.ec.QueryParam("cursor"); cur != "" {
-		return &cur
-	}
-	return nil
-}
-
-// nextCursor is a page's cursor to the next one, "" on the last page.
-func nextCursor(next *string) string {
-	if next == nil {
-		return ""
-	}
-	return *next
 }

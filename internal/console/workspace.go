@@ -168,6 +168,24 @@ func (r *wsRequest) path(parts ...string) string {
 	return b.String()
 }
 
+// cursor is the list position the page asks for (?cursor=), nil for the
+// first page.
+func (r *wsRequest) cursor() *string {
+	if cur := r.ec.QueryParam("cursor"); cur != "" {
+		return &cur
+	}
+	return nil
+}
+
+// nextCursor is a list page's link position to the next page, "" on the
+// last page.
+func nextCursor(next *string) string {
+	if next == nil {
+		return ""
+	}
+	return *next
+}
+
 // can reports whether the person may do what perm allows here.
 func (r *wsRequest) can(perm string) bool { return r.caller.Allows(perm) }
 
