@@ -58,32 +58,43 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // Instrument returns model measured under api and providerType; with nil
-// metrics, model itself.
+// metrics, model itself. The series are looked up once, here, not at each
+// call.
 func (m *Metrics) Instrument(model Model, api, providerType string) Model {
 	if m == nil {
 		return model
 	}
-	return measured{Model: model, m: m, api: api, providerType: providerType}
+	c := measured{Model: model, duration: m.Duration.WithLabelValues(api, providerType),
+		input: m.Tokens.WithLabelValues(api, providerType, "input"), output: m.Tokens.WithLabelValues(api, providerType, "output"),
+		calls: make(map[string]prometheus.Counter, len(callResults))}
+	for _, r := range callResults {
+		c.calls[r] = m.Calls.WithLabelValues(api, providerType, r)
+	}
+	return c
 }
+
+var callResults = []string{ResultOK, ResultRateLimited, ResultClientError, ResultServerError, ResultTransportError,
+	ResultOutputLimit, ResultCancelled, ResultError}
 
 // measured times and counts the calls of a Model.
 type measured struct {
 	Model
-	m                 *Metrics
-	api, providerType string
+	duration      prometheus.Observer
+	input, output prometheus.Counter
+	calls         map[string]prometheus.Counter // by result; read only
 }
 
 // Stream implements Model.
 func (c measured) Stream(ctx context.Context, req Request, fn func(Event) error) (Response, error) {
 	start := time.Now()
 	resp, err := c.Model.Stream(ctx, req, fn)
-	c.m.Duration.WithLabelValues(c.api, c.providerType).Observe(time.Since(start).Seconds())
-	c.m.Calls.WithLabelValues(c.api, c.providerType, CallResult(ctx, err)).Inc()
+	c.duration.Observe(time.Since(start).Seconds())
+	c.calls[CallResult(ctx, err)].Inc()
 	if n := resp.Usage.InputTokens; n > 0 {
-		c.m.Tokens.WithLabelValues(c.api, c.providerType, "input").Add(float64(n))
+		c.input.Add(float64(n))
 	}
 	if n := resp.Usage.OutputTokens; n > 0 {
-		c.m.Tokens.WithLabelValues(c.api, c.providerType, "output").Add(float64(n))
+		c.output.Add(float64(n))
 	}
 	return resp, err
 }

@@ -53,28 +53,32 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // Instrument returns tools with each call timed and counted under its
-// toolset; with nil metrics, tools themselves.
+// toolset; with nil metrics, tools themselves. The series are looked up
+// once, here, not at each call.
 func (m *Metrics) Instrument(tools []Tool) []Tool {
 	if m == nil {
 		return tools
 	}
 	for i, t := range tools {
-		call, toolset := t.Call, t.Toolset
+		call := t.Call
+		duration := m.Duration.WithLabelValues(t.Toolset)
+		ok, toolError := m.Calls.WithLabelValues(t.Toolset, ResultOK), m.Calls.WithLabelValues(t.Toolset, ResultToolError)
+		failed, pending := m.Calls.WithLabelValues(t.Toolset, ResultFailed), m.Calls.WithLabelValues(t.Toolset, ResultPending)
 		tools[i].Call = func(ctx context.Context, args json.RawMessage) (res Result, err error) {
-			start, result := time.Now(), ResultFailed // a panic, which the loop recovers, fails the call
+			start, counted := time.Now(), failed // a panic, which the loop recovers, fails the call
 			defer func() {
-				m.Duration.WithLabelValues(toolset).Observe(time.Since(start).Seconds())
-				m.Calls.WithLabelValues(toolset, result).Inc()
+				duration.Observe(time.Since(start).Seconds())
+				counted.Inc()
 			}()
 			res, err = call(ctx, args)
 			switch {
 			case err != nil:
 			case res.Pending:
-				result = ResultPending
+				counted = pending
 			case res.IsError:
-				result = ResultToolError
+				counted = toolError
 			default:
-				result = ResultOK
+				counted = ok
 			}
 			return res, err
 		}
