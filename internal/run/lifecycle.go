@@ -34,7 +34,7 @@ type lifecycle struct {
 type pending struct {
 	byThread map[string][]Event
 	order    []string
-	// committed run once the transaction committed (afterCommit).
+	// committed are run once the transaction has committed (afterCommit).
 	committed []func()
 }
 
