@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test with the race detector against real servers: starts the private
 # PostgreSQL, Redis and S3 server (installing or building them if missing) and
-# installs Chromium for the API-page browser test. Extra arguments go to
+# installs Chromium for the API-page browser test and promtool for the
+# observability checks. Extra arguments go to
 # `go test` (default ./...).
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -13,6 +14,8 @@ export TEST_DATABASE_URL TEST_REDIS_URL TEST_S3_ENDPOINT TEST_S3_ACCESS_KEY_ID T
 if [[ ${SVCDEV_SKIP_BROWSER_TESTS:-} != 1 ]]; then
 	scripts/install-chromium.sh
 fi
+# promtool checks the metrics, the dashboard and the alert rules (deploy/observability).
+scripts/install-promtool.sh
 
 # No SVC_ configuration from the caller's shell may leak into the tests.
 while IFS= read -r var; do unset "$var"; done < <(env | sed -n 's/^\(SVC_[A-Z0-9_]*\)=.*/\1/p')

@@ -1584,6 +1584,31 @@ func (q *Queries) RunNotify(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const runQueueStats = `-- name: RunQueueStats :one
+SELECT
+    (SELECT count(*) FROM run
+     WHERE finished_at IS NULL AND lease_expires_at IS NULL AND ready_at <= now())::bigint AS queued,
+    coalesce(extract(epoch FROM now() - (SELECT min(ready_at) FROM run
+     WHERE finished_at IS NULL AND lease_expires_at IS NULL AND ready_at <= now())), 0)::float8 AS oldest_seconds,
+    (SELECT count(*) FROM run WHERE lease_expires_at IS NOT NULL)::bigint AS running
+`
+
+type RunQueueStatsRow struct {
+	Queued        int64   `json:"queued"`
+	OldestSeconds float64 `json:"oldest_seconds"`
+	Running       int64   `json:"running"`
+}
+
+// RunQueueStats reads the run queue for the metrics: the runs a worker may
+// claim now (unfinished, unleased, ready; run_ready_idx), how long the one
+// ready longest has waited, and the runs leased to an attempt (run_lease_idx).
+func (q *Queries) RunQueueStats(ctx context.Context, db DBTX) (RunQueueStatsRow, error) {
+	row := db.QueryRow(ctx, runQueueStats)
+	var i RunQueueStatsRow
+	err := row.Scan(&i.Queued, &i.OldestSeconds, &i.Running)
+	return i, err
+}
+
 const runRelease = `-- name: RunRelease :exec
 UPDATE run
 SET lease_attempt_id = NULL, lease_worker = NULL, lease_expires_at = NULL,

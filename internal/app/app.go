@@ -25,6 +25,7 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/idempotency"
 	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/mail"
 	"github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/metrics"
@@ -137,6 +138,11 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 	if role.Worker() {
 		a.buildWorker()
 	}
+	if role.Control() {
+		// The run queue's gauges are read from the database at each scrape,
+		// as every control replica sees it (take the maximum across them).
+		a.Metrics.Registry.MustRegister(a.Runs.QueueCollector(cfg.Metrics.QueryTimeout, log))
+	}
 	a.registerSweeps()
 	return a, nil
 }
@@ -153,6 +159,8 @@ func (a *App) buildWorker() {
 		ToolResultShare: float64(a.cfg.Limits.ToolResultWindowPercent) / 100,
 		ApprovalTimeout: time.Duration(a.cfg.Worker.ApprovalTimeoutSeconds) * time.Second,
 		Prompts:         []tool.PromptSection{memories.Prompt},
+		ModelMetrics:    llm.NewMetrics(a.Metrics.Registry),
+		ToolMetrics:     tool.NewMetrics(a.Metrics.Registry),
 		Toolsets: []tool.Toolset{
 			web.New(web.Deps{Providers: s.Providers, HTTPClient: s.Outbound}).ForRun,
 			environmenttool.New(environmenttool.Deps{Runtime: s.EnvironmentRuntime, Skills: s.Skills, Assets: s.Assets}).ForRun,
@@ -164,7 +172,7 @@ func (a *App) buildWorker() {
 		},
 	})
 	a.Worker = worker.New(a.Pool, s.Runs, exec, worker.Options{
-		ID: a.ReplicaID, Slots: a.cfg.Worker.Slots,
+		ID: a.ReplicaID, Slots: a.cfg.Worker.Slots, Metrics: worker.NewMetrics(a.Metrics.Registry),
 		Lease:  time.Duration(a.cfg.Worker.LeaseSeconds) * time.Second,
 		Drain:  time.Duration(a.cfg.Worker.DrainSeconds) * time.Second,
 		Gather: time.Duration(a.cfg.Worker.ClaimGatherMS) * time.Millisecond,

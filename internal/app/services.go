@@ -165,11 +165,12 @@ func (a *App) buildServices() (*Services, error) {
 		MaxAttempts: cfg.Worker.MaxAttempts, MaxRunning: cfg.Worker.WorkspaceMaxRunning, MaxWaitingRuns: cfg.Limits.WorkspaceMaxWaitingRuns,
 		Lease:     time.Duration(cfg.Worker.LeaseSeconds) * time.Second,
 		Publisher: stream.NewPublisher(a.Redis, cfg.Redis.KeyPrefix, log),
+		Metrics:   run.NewMetrics(a.Metrics.Registry),
 	})
 	// Open streams end when the process stops, so that they do not hold the
 	// HTTP server's graceful shutdown.
 	s.Events = stream.NewHub(a.Redis, cfg.Redis.KeyPrefix, s.Runs.EventsAfter, log,
-		stream.Options{Stopping: func() bool { return !a.Health.Started() }})
+		stream.Options{Stopping: func() bool { return !a.Health.Started() }, Metrics: stream.NewMetrics(a.Metrics.Registry)})
 
 	// Environments.
 	drivers := hosted.NewWithTLS(s.Outbound, func(c *tls.Config) *http.Client {

@@ -284,8 +284,11 @@ type Log struct {
 }
 
 // Metrics configures the Prometheus listener; an empty Listen turns it off.
+// QueryTimeout bounds the database read behind the run queue's gauges at
+// each scrape.
 type Metrics struct {
-	Listen string `koanf:"listen"`
+	Listen       string        `koanf:"listen"`
+	QueryTimeout time.Duration `koanf:"query_timeout"`
 }
 
 // Default returns the built-in configuration, suited to a single machine.
@@ -397,6 +400,7 @@ func Default() Config {
 			UnauthenticatedBodiesPerClient:                  8,
 			WorkspaceMaxWaitingRuns:                         1000,
 		},
-		Log: Log{Level: "info", Format: "json"},
+		Log:     Log{Level: "info", Format: "json"},
+		Metrics: Metrics{QueryTimeout: time.Second},
 	}
 }

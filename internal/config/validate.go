@@ -130,6 +130,7 @@ func (c *Config) Validate() error {
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "json", "text")
 
+	v.duration("metrics.query_timeout", c.Metrics.QueryTimeout)
 	if c.Metrics.Listen != "" {
 		v.hostPort("metrics.listen", c.Metrics.Listen)
 		// Port 0 picks a free port for each listener, so equal ":0" addresses never collide.

@@ -130,6 +130,7 @@ func TestValidate(t *testing.T) {
 		}, want: []string{`log.level: must be one of debug, info, warn, error, got "trace"`, `log.format: must be one of json, text, got "xml"`}},
 		{name: "MetricsListen", mutate: func(c *Config) { c.Metrics.Listen = "metrics" }, want: []string{"metrics.listen: must be host:port"}},
 		{name: "MetricsSameAsServer", mutate: func(c *Config) { c.Metrics.Listen = c.Server.Listen }, want: []string{"metrics.listen: must differ from server.listen"}},
+		{name: "MetricsQueryTimeout", mutate: func(c *Config) { c.Metrics.QueryTimeout = 0 }, want: []string{"metrics.query_timeout: must be a positive duration"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

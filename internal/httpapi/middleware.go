@@ -52,7 +52,8 @@ func requestID(next echo.HandlerFunc) echo.HandlerFunc {
 var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true}
 
 // observe writes one log record and the metrics of every request, after the error
-// handler ran, so the status is final. It records the route template, never the
+// handler ran, so the status is final; a stream of events is counted but not
+// timed (eventStream). It records the route template, never the
 // URL or the query string, which may hold secrets. It also turns panics into 500s.
 func observe(log *slog.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -71,7 +72,9 @@ func observe(log *slog.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 				method := c.Request().Method
 				status := c.Response().Status
 				m.HTTPRequests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-				m.HTTPDuration.WithLabelValues(method, route).Observe(elapsed.Seconds())
+				if !eventStream(c) {
+					m.HTTPDuration.WithLabelValues(method, route).Observe(elapsed.Seconds())
+				}
 
 				level := slog.LevelInfo
 				if quietRoutes[route] {
@@ -98,6 +101,14 @@ func observe(log *slog.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// eventStream reports whether the answer was a stream of Server-Sent Events,
+// which lasts as long as its client stays: its duration is no request
+// latency, so it stays out of svc_http_request_duration_seconds (open
+// streams are svc_stream_open).
+func eventStream(c echo.Context) bool {
+	return strings.HasPrefix(c.Response().Header().Get(echo.HeaderContentType), "text/event-stream")
 }
 
 // routeLabel is the matched route template, or "unmatched" when the router found

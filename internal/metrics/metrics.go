@@ -19,7 +19,9 @@ type Metrics struct {
 
 	// HTTPRequests counts requests by method, route template and status.
 	HTTPRequests *prometheus.CounterVec
-	// HTTPDuration observes request latency by method and route template.
+	// HTTPDuration observes request latency by method and route template;
+	// streams of events, which last as long as their clients stay, are
+	// counted in HTTPRequests only.
 	HTTPDuration *prometheus.HistogramVec
 	// UnauthenticatedBodies is the number of request bodies without
 	// credentials being read now; UnauthenticatedBodiesRefused counts those
@@ -43,7 +45,7 @@ func New(version string, schemaVersion int64) *Metrics {
 		}, []string{"method", "route", "status"}),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "svc_http_request_duration_seconds",
-			Help:    "HTTP request latency, by method and route template.",
+			Help:    "HTTP request latency, by method and route template; streams of Server-Sent Events are left out (see svc_stream_open).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"method", "route"}),
 		UnauthenticatedBodies: prometheus.NewGauge(prometheus.GaugeOpts{

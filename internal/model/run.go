@@ -115,6 +115,11 @@ type Opened struct {
 	// Model is the adapter; Name the vendor's model name.
 	Model llm.Model
 	Name  string
+	// API is the model API the adapter speaks (catalog.APIChatCompletions...)
+	// and ProviderType its provider's type (openai, anthropic...): the
+	// labels of the model call metrics, both from bounded sets.
+	API          string
+	ProviderType string
 	// ContextWindow is the model's context window in tokens: its own, else
 	// the provider type's default for its name (catalog.ContextWindow); 0
 	// when unknown.
@@ -156,7 +161,7 @@ func (s *Service) Open(ctx context.Context, workspaceID, key string, client *htt
 		return Opened{}, &Uncallable{Key: key, Err: err}
 	}
 	o := Opened{Model: settingsModel{Model: adapter, settings: m.Settings}, Name: m.Model,
-		ContextWindow: catalog.ContextWindow(m.Api, m.Model)}
+		API: m.Api, ProviderType: row.ProviderType, ContextWindow: catalog.ContextWindow(m.Api, m.Model)}
 	if m.ContextWindow != nil {
 		o.ContextWindow = int(*m.ContextWindow)
 	}

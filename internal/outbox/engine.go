@@ -248,6 +248,7 @@ func settle(c Claimed, number int, p config.OutboxPolicy, start time.Time, out O
 	s := settlement{
 		id: c.ID, kind: c.Kind, number: number, charged: true, started: start,
 		duration: time.Since(start), statusCode: out.StatusCode, response: Snippet([]byte(out.Response)),
+		enqueued: sinceEnqueued(c, number),
 	}
 	switch {
 	case out.Cancel:
@@ -323,6 +324,9 @@ type settlement struct {
 	statusCode int
 	response   string
 	errText    string
+	// enqueued is the time from the delivery's enqueueing to this attempt's
+	// claim; negative when unknown (sinceEnqueued).
+	enqueued time.Duration
 }
 
 // maxSettleBatch bounds the outcomes written by one statement.
@@ -401,6 +405,7 @@ func (e *Engine) write(ctx context.Context, batch []settlement) error {
 			result = StatusDead
 		}
 		e.metrics.attempt(s.kind, result)
+		e.metrics.timed(s, result)
 	}
 	return nil
 }

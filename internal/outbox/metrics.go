@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,7 +30,21 @@ type Metrics struct {
 	// SlowAttempts counts the attempts that ran long enough to give their
 	// parallel slot to the next delivery (webhooks).
 	SlowAttempts *prometheus.CounterVec
+	// AttemptDuration observes this replica's attempts; DeliveryLatency
+	// the time from a delivery's enqueueing (the event, for a webhook) to
+	// its delivery.
+	AttemptDuration *prometheus.HistogramVec
+	DeliveryLatency *prometheus.HistogramVec
 }
+
+// AttemptBuckets and LatencyBuckets are the bounds, in seconds, of
+// svc_outbox_attempt_duration_seconds and svc_outbox_delivery_latency_seconds:
+// an attempt lasts at most its lease; a delivery that fails waits 10 s, 20 s,
+// 40 s... between attempts (docs/decisions/0058-metrics-and-run-logs.md).
+var (
+	AttemptBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	LatencyBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600}
+)
 
 // NewMetrics registers the outbox collectors with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -67,7 +82,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Outbox delivery attempts this replica ran past outbox.webhook_slow_attempt_ms and moved out of their parallel slot, by kind.",
 		}, []string{"kind"}),
 	}
-	reg.MustRegister(m.BacklogAlert, m.Dead, m.KindAlert, m.Pending, m.OldestDue, m.DeadByKind, m.Attempts, m.SlowAttempts)
+	m.AttemptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "svc_outbox_attempt_duration_seconds",
+		Help:    "Duration of the outbox delivery attempts this replica made (a webhook's request and answer), by kind.",
+		Buckets: AttemptBuckets,
+	}, []string{"kind"})
+	m.DeliveryLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "svc_outbox_delivery_latency_seconds",
+		Help:    "Time from an outbox delivery's enqueueing (for a webhook, the event) to the end of the attempt that delivered it, by kind; redelivered deliveries and those with an attempt given back are left out.",
+		Buckets: LatencyBuckets,
+	}, []string{"kind"})
+	reg.MustRegister(m.BacklogAlert, m.Dead, m.KindAlert, m.Pending, m.OldestDue, m.DeadByKind, m.Attempts, m.SlowAttempts,
+		m.AttemptDuration, m.DeliveryLatency)
+	for _, kind := range Kinds {
+		m.SlowAttempts.WithLabelValues(kind) // exported at 0 before the first
+	}
 	return m
 }
 
@@ -81,6 +110,30 @@ func (m *Metrics) attempt(kind, result string) {
 	if m != nil {
 		m.Attempts.WithLabelValues(kind, result).Inc()
 	}
+}
+
+// timed observes the duration of settlement s's attempt, which ended with
+// result, and, when it delivered, the delivery's latency.
+func (m *Metrics) timed(s settlement, result string) {
+	if m == nil || result == "given_back" || result == "stale" {
+		return
+	}
+	m.AttemptDuration.WithLabelValues(s.kind).Observe(s.duration.Seconds())
+	if result == StatusDelivered && s.enqueued >= 0 {
+		m.DeliveryLatency.WithLabelValues(s.kind).Observe((s.enqueued + s.duration).Seconds())
+	}
+}
+
+// sinceEnqueued is the time from c's enqueueing to its claim for attempt
+// number (every attempt's number, across rounds), by the database's clock;
+// -1 when that number is not the round's attempt: an administrator
+// redelivered it (its enqueueing is long past) or a stopping sender gave
+// an attempt back.
+func sinceEnqueued(c Claimed, number int) time.Duration {
+	if number != c.Attempt || c.ClaimedAt.IsZero() {
+		return -1
+	}
+	return max(c.ClaimedAt.Sub(c.CreatedAt), 0)
 }
 
 // KindState is one kind's observed state.

@@ -27,12 +27,15 @@ type lifecycle struct {
 	skills      *skill.Service
 	reg         *catalog.Registry
 	maxAttempts int32
+	metrics     *Metrics
 }
 
 // pending collects the events a transaction wrote, published once it committed.
 type pending struct {
 	byThread map[string][]Event
 	order    []string
+	// committed are run once the transaction has committed (afterCommit).
+	committed []func()
 }
 
 func (p *pending) add(threadID string, evs []Event) {
@@ -51,6 +54,9 @@ func (p *pending) add(threadID string, evs []Event) {
 func (p *pending) publish(ctx context.Context, pub Publisher) {
 	for _, th := range p.order {
 		pub.Publish(ctx, th, p.byThread[th])
+	}
+	for _, fn := range p.committed {
+		fn()
 	}
 }
 
@@ -148,6 +154,7 @@ func (l *lifecycle) finishRun(ctx context.Context, tx pgx.Tx, r db.Run, status S
 		return db.Run{}, err
 	}
 	ev.add(r.ThreadID, evs)
+	ev.afterCommit(func() { l.metrics.finished(status, done) })
 	hook := map[Status]string{StatusSucceeded: webhook.RunSucceeded, StatusFailed: webhook.RunFailed, StatusCancelled: webhook.RunCancelled}[status]
 	if err := l.emit(ctx, tx, hook, done); err != nil {
 		return db.Run{}, err

@@ -45,6 +45,13 @@ func (r *recorder) Publish(_ context.Context, _ string, evs []run.Event) {
 
 func setup(t testing.TB, maxAttempts int) *bundle {
 	t.Helper()
+	return setupWith(t, run.Options{MaxAttempts: maxAttempts})
+}
+
+// setupWith is setup with the service's options opts (its Publisher is the
+// bundle's recorder).
+func setupWith(t testing.TB, opts run.Options) *bundle {
+	t.Helper()
 	pool := testdb.New(t)
 	admin := testfactory.Bootstrap(t, pool)
 	ctx := t.Context()
@@ -57,7 +64,8 @@ func setup(t testing.TB, maxAttempts int) *bundle {
 	head, err := agents.Create(ctx, caller, revision.CreateInput{Name: "helper", Config: json.RawMessage(`{"model":"main"}`)})
 	require.NoError(t, err)
 	pub := &recorder{}
-	svc := run.NewService(pool, agents, skills, reg, run.Options{MaxAttempts: maxAttempts, Publisher: pub})
+	opts.Publisher = pub
+	svc := run.NewService(pool, agents, skills, reg, opts)
 	return &bundle{pool: pool, svc: svc, caller: caller, agentID: head.ID, pub: pub}
 }
 

@@ -55,6 +55,8 @@ type Options struct {
 	// an attempt the checkpoints its worker may have left are deleted (a
 	// worker still alive stops writing within it).
 	Lease time.Duration
+	// Metrics count runs and lease expiries; nil counts nothing.
+	Metrics *Metrics
 }
 
 // Service is the control side of threads and runs.
@@ -67,6 +69,7 @@ type Service struct {
 	lease time.Duration
 	// maxRunning and maxWaiting are Options.MaxRunning and MaxWaitingRuns.
 	maxRunning, maxWaiting int
+	metrics                *Metrics
 }
 
 // NewService returns the thread and run service over pool.
@@ -76,7 +79,8 @@ func NewService(pool *pgxpool.Pool, agents *agent.Service, skills *skill.Service
 		pub = &asyncPublisher{inner: opts.Publisher}
 	}
 	q := db.New()
-	return &Service{pool: pool, q: q, pub: pub, lease: opts.Lease, maxRunning: opts.MaxRunning, maxWaiting: opts.MaxWaitingRuns, l: &lifecycle{q: q, agents: agents, skills: skills, reg: reg, maxAttempts: int32(max(opts.MaxAttempts, 1))}}
+	return &Service{pool: pool, q: q, pub: pub, lease: opts.Lease, maxRunning: opts.MaxRunning, maxWaiting: opts.MaxWaitingRuns, metrics: opts.Metrics,
+		l: &lifecycle{q: q, agents: agents, skills: skills, reg: reg, maxAttempts: int32(max(opts.MaxAttempts, 1)), metrics: opts.Metrics}}
 }
 
 // CreateThreadInput is a new thread.

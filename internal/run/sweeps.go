@@ -21,12 +21,14 @@ const SweepBatch = 100
 // claimable at once to continue from its last checkpoint in a new attempt.
 // It answers how many leases it ended.
 func (s *Service) ExpireLeases(ctx context.Context) (int, error) {
-	return sweepBatches(ctx, s, s.q.RunExpiredLeases, func(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
+	n, err := sweepBatches(ctx, s, s.q.RunExpiredLeases, func(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
 		if err := s.expire(ctx, tx, r, ev); err != nil {
 			return fmt.Errorf("expire lease of %s: %w", r.ID, err)
 		}
 		return nil
 	})
+	s.metrics.leasesExpired(n)
+	return n, err
 }
 
 // sweepBatches runs a sweep: it reads up to SweepBatch rows due with read

@@ -41,6 +41,8 @@ type Options struct {
 	// (with ErrStopping) within about Block, so that the HTTP server's
 	// graceful shutdown is not held by open streams.
 	Stopping func() bool
+	// Metrics count the open streams; nil counts nothing.
+	Metrics *Metrics
 }
 
 // Hub follows the live tails of the threads its readers watch. One goroutine

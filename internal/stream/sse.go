@@ -37,6 +37,7 @@ func ResumeAfter(after int64, lastEventID string) (seq int64, ok bool) {
 // reports nothing: a stream that ends while its client is there ends with a
 // retry hint, and the client resumes after the last id it got.
 func (h *Hub) ServeSSE(ctx context.Context, w http.ResponseWriter, threadID string, after int64, log *slog.Logger) {
+	defer h.opts.Metrics.opened()()
 	rc := http.NewResponseController(w)
 	// A stream outlives any write timeout the server has.
 	_ = rc.SetWriteDeadline(time.Time{})

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/run"
@@ -14,6 +15,9 @@ type RunContext struct {
 	Run    run.Run
 	Lease  run.Lease
 	Config agent.Config
+	// Log is the attempt's logger: its records carry the run's run_id,
+	// attempt_id, attempt, workspace_id and thread_id. Never nil.
+	Log *slog.Logger
 	// closers run when the attempt ends.
 	closers *[]func()
 }
@@ -23,7 +27,7 @@ type RunContext struct {
 // it ends: it runs what the toolsets registered with OnClose, in order.
 func NewRunContext(r run.Run, l run.Lease, cfg agent.Config) (RunContext, func()) {
 	closers := new([]func())
-	rc := RunContext{Run: r, Lease: l, Config: cfg, closers: closers}
+	rc := RunContext{Run: r, Lease: l, Config: cfg, Log: slog.New(slog.DiscardHandler), closers: closers}
 	return rc, func() {
 		for _, fn := range *closers {
 			fn()

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,11 @@ type attempt struct {
 	c        run.Claimed
 	ctx      context.Context
 	cancelFn context.CancelCauseFunc
-	stop     atomic.Bool
+	// log is the worker's logger with the attempt's run_id, attempt_id,
+	// attempt (its number), workspace_id and thread_id: every record of
+	// the attempt, its tools' included, carries them.
+	log  *slog.Logger
+	stop atomic.Bool
 	// step is the count of steps recorded, for the attempt's end.
 	step atomic.Int32
 	// unrecorded are the checkpoint keys the attempt wrote (or may have)
@@ -31,7 +36,8 @@ type attempt struct {
 
 func newAttempt(w *Worker, c run.Claimed) *attempt {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	a := &attempt{w: w, c: c, ctx: ctx, cancelFn: cancel}
+	a := &attempt{w: w, c: c, ctx: ctx, cancelFn: cancel, log: w.log.With("run_id", c.Lease.RunID, "attempt_id", c.Lease.AttemptID,
+		"attempt", c.Lease.Number, "workspace_id", c.Lease.WorkspaceID, "thread_id", c.Lease.ThreadID)}
 	a.step.Store(c.Run.Step)
 	return a
 }
@@ -85,7 +91,7 @@ func (a *attempt) renew(stop <-chan struct{}) {
 			if a.ctx.Err() != nil {
 				return
 			}
-			a.w.log.Warn("lease renewal failed", "run_id", a.c.Lease.RunID, "error", err.Error())
+			a.log.Warn("lease renewal failed", "error", err.Error())
 			if time.Since(last) > lease-lease/6 {
 				a.cancel(errLeaseLost)
 				return
@@ -106,30 +112,38 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 	l, step := a.c.Lease, a.step.Load()
 	l.Unrecorded = a.unrecorded
 	cause := context.Cause(a.ctx)
-	log := a.w.log.With("run_id", l.RunID, "attempt", l.Number)
+	log := a.log
+	var end string
+	var serr error
+	defer func() { a.w.opts.Metrics.ended(end, serr) }()
 	usage := run.Usage{InputTokens: int64(out.State.Usage.InputTokens), OutputTokens: int64(out.State.Usage.OutputTokens)}
 	var rl *agentloop.RetryLaterError
 	var se *agentloop.SuspendError
-	var serr error
 	switch {
 	case errors.Is(err, run.ErrLeaseLost) || errors.Is(cause, errLeaseLost):
 		log.Warn("attempt lost its lease; it stops without touching the run")
+		end = endLeaseLost
 		return
 	case errors.Is(cause, errCancelRequested):
+		end = endFinished
 		serr = a.w.runs.Finish(ctx, l, run.StatusCancelled, &run.Failure{Code: "cancelled", Message: "the run was cancelled"}, usage, step)
 	case errors.Is(err, agentloop.ErrStopped) || errors.Is(cause, errDrained):
+		end = endHandedOff
 		serr = a.w.runs.HandOff(ctx, l, 0, step, "the worker shut down; the run continues from its last checkpoint")
 	case errors.As(err, &se):
 		asks := make([]run.ApprovalRequest, len(se.Approvals))
 		for i, c := range se.Approvals {
 			asks[i] = run.ApprovalRequest{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
 		}
+		end = endSuspended
 		serr = a.w.runs.Suspend(ctx, l, se.Calls, asks, run.ApprovalTerms{Timeout: se.Terms.Timeout, OnTimeout: se.Terms.OnTimeout}, step)
 	case errors.As(err, &rl):
+		end = endHandedOff
 		serr = a.w.runs.HandOff(ctx, l, rl.Delay, step, "the model's vendor asked to retry later: "+rl.Err.Error())
 	case err != nil:
 		if f, ok := errors.AsType[*run.Failure](err); ok {
 			// The run's own configuration cannot run (a disabled model, say).
+			end = endFinished
 			serr = a.w.runs.Finish(ctx, l, run.StatusFailed, f, usage, step)
 			break
 		}
@@ -142,13 +156,16 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 		// tool's backend): its text goes to the log under the run's id,
 		// never to the run's tenant, who reads the attempt's error.
 		log.Warn("attempt failed; the run is retried", "error", err.Error())
+		end = endRetried
 		serr = a.w.runs.Retry(ctx, l, step, internalFailure)
 	case out.Failure != nil:
 		if out.Failure.Cause != nil {
 			log.Warn("run failed", "code", out.Failure.Code, "error", out.Failure.Cause.Error())
 		}
+		end = endFinished
 		serr = a.w.runs.Finish(ctx, l, run.StatusFailed, &run.Failure{Code: out.Failure.Code, Message: out.Failure.Message}, usage, step)
 	default:
+		end = endFinished
 		serr = a.w.runs.Finish(ctx, l, run.StatusSucceeded, nil, usage, step)
 	}
 	if serr != nil {

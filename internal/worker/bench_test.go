@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/keyring"
+	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/objectstore"
@@ -73,9 +75,19 @@ type benchEnv struct {
 	policy  *endpoint.Policy
 	log     *slog.Logger
 	sql     *sqlTracer
+	// prom holds the metrics of the run service, the executor and the
+	// worker, as a process registers them; nil records none.
+	prom *prometheus.Registry
 }
 
 func newBenchEnv(b *testing.B, storeKind string, script []llmtest.Turn) *benchEnv {
+	b.Helper()
+	return newBenchEnvWith(b, storeKind, script, false)
+}
+
+// newBenchEnvWith is newBenchEnv, with the process's metrics recorded when
+// instrumented.
+func newBenchEnvWith(b *testing.B, storeKind string, script []llmtest.Turn, instrumented bool) *benchEnv {
 	b.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
@@ -128,7 +140,14 @@ func newBenchEnv(b *testing.B, storeKind string, script []llmtest.Turn) *benchEn
 	rdb := redis.NewClient(ropts)
 	b.Cleanup(func() { _ = rdb.Close() })
 	pub := stream.NewPublisher(rdb, "bench:"+id.New(id.Run)+":", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	runs := run.NewService(pool, agents, skill.NewService(pool, refs.None{}), reg, run.Options{MaxAttempts: cfg.Worker.MaxAttempts, Publisher: pub})
+	var prom *prometheus.Registry
+	var runMetrics *run.Metrics
+	if instrumented {
+		prom = prometheus.NewRegistry()
+		runMetrics = run.NewMetrics(prom)
+	}
+	runs := run.NewService(pool, agents, skill.NewService(pool, refs.None{}), reg, run.Options{MaxAttempts: cfg.Worker.MaxAttempts, Publisher: pub,
+		Metrics: runMetrics})
 
 	var store objectstore.Store
 	switch storeKind {
@@ -141,7 +160,7 @@ func newBenchEnv(b *testing.B, storeKind string, script []llmtest.Turn) *benchEn
 	}
 	require.NoError(b, err)
 	return &benchEnv{pool: pool, runs: runs, caller: caller, agentID: head.ID, ring: ring, reg: reg, store: store,
-		policy: policy, log: slog.New(slog.NewTextHandler(io.Discard, nil)), sql: tracer}
+		policy: policy, log: slog.New(slog.NewTextHandler(io.Discard, nil)), sql: tracer, prom: prom}
 }
 
 // executor returns an executor whose model calls go through rt wrapped
@@ -157,17 +176,25 @@ func (e *benchEnv) executor(wrap func(http.RoundTripper) http.RoundTripper) *wor
 		c.Transport = wrap(base)
 		client = &c
 	}
-	return worker.NewExecutor(readers(worker.ExecutorDeps{Runs: e.runs, Objects: e.store,
-		HTTPClient: client, Toolsets: []tool.Toolset{lookupTool(&atomic.Int32{})}, Log: e.log}, e.pool, e.reg, e.ring))
+	d := worker.ExecutorDeps{Runs: e.runs, Objects: e.store,
+		HTTPClient: client, Toolsets: []tool.Toolset{lookupTool(&atomic.Int32{})}, Log: e.log}
+	if e.prom != nil {
+		d.ModelMetrics, d.ToolMetrics = llm.NewMetrics(e.prom), tool.NewMetrics(e.prom)
+	}
+	return worker.NewExecutor(readers(d, e.pool, e.reg, e.ring))
 }
 
 // worker returns a worker with the application's settings but slots; the
 // poll is the application's default (Options.Poll 0).
 func (e *benchEnv) worker(exec *worker.Executor, name string, slots int) *worker.Worker {
 	cfg := config.Default().Worker
+	var m *worker.Metrics
+	if e.prom != nil {
+		m = worker.NewMetrics(e.prom)
+	}
 	return worker.New(e.pool, e.runs, exec, worker.Options{ID: name, Slots: slots,
 		Lease: time.Duration(cfg.LeaseSeconds) * time.Second, Drain: time.Duration(cfg.DrainSeconds) * time.Second,
-		Gather: time.Duration(cfg.ClaimGatherMS) * time.Millisecond}, e.log)
+		Gather: time.Duration(cfg.ClaimGatherMS) * time.Millisecond, Metrics: m}, e.log)
 }
 
 // startWorker runs w until the benchmark ends.
@@ -200,63 +227,73 @@ func stepScript(steps int) []llmtest.Turn {
 // the tool.call event, flushes the streamed text (message.delta), writes
 // the checkpoint object and commits the step: that gap is the engine's
 // overhead per step, reported as p50 and p99. The checkpoint Put is timed
-// on its own. Needs TEST_DATABASE_URL and TEST_S3_*.
+// on its own. Each store is measured with the process's metrics off and on
+// (metrics=on records runs, attempts, slots, model and tool calls as a
+// process does). Needs TEST_DATABASE_URL and TEST_S3_*.
 func BenchmarkStepOverhead(b *testing.B) {
 	const steps = 20
 	for _, kind := range benchStores {
-		b.Run("store="+kind, func(b *testing.B) {
-			env := newBenchEnv(b, kind, stepScript(steps))
-			ts := &timedStore{Store: env.store}
-			env.store = ts
-			rec := &callRecorder{}
-			exec := env.executor(func(base http.RoundTripper) http.RoundTripper { rec.base = base; return rec })
-			startWorker(b, env.worker(exec, "bench", 1))
-
-			var gaps, whole, claimToCall, lastToEnd []time.Duration
-			env.sql.reset()
-			cpu0 := cpuTime(b)
-			b.ResetTimer()
-			for i := range b.N {
-				ctx := context.Background()
-				before := len(rec.calls())
-				accepted := time.Now()
-				r, err := env.runs.Start(ctx, env.caller, run.StartInput{AgentID: env.agentID, Input: "go " + strconv.Itoa(i)})
-				require.NoError(b, err)
-				var got run.Run
-				for {
-					got, err = env.runs.GetRun(ctx, env.caller, r.ID)
-					require.NoError(b, err)
-					if got.Status.Finished() {
-						break
-					}
-					time.Sleep(time.Millisecond)
-				}
-				require.Equal(b, run.StatusSucceeded, got.Status, "%+v", got.Error)
-				calls := rec.calls()[before:]
-				require.Len(b, calls, steps)
-				for k := 0; k+1 < len(calls); k++ {
-					gaps = append(gaps, calls[k+1].sent.Sub(calls[k].read))
-					whole = append(whole, calls[k+1].sent.Sub(calls[k].sent))
-				}
-				claimToCall = append(claimToCall, calls[0].sent.Sub(accepted))
-				if got.FinishedAt != nil {
-					lastToEnd = append(lastToEnd, got.FinishedAt.Sub(calls[len(calls)-1].read))
-				}
+		for _, instrumented := range []bool{false, true} {
+			name := "store=" + kind + "/metrics=off"
+			if instrumented {
+				name = "store=" + kind + "/metrics=on"
 			}
-			b.StopTimer()
-			cpu := cpuTime(b) - cpu0
-			b.ReportMetric(ms(cpu)/float64(b.N*steps), "cpu-ms/step")
-			b.ReportMetric(ms(pct(gaps, 50)), "overhead-p50-ms/step")
-			b.ReportMetric(ms(pct(gaps, 99)), "overhead-p99-ms/step")
-			b.ReportMetric(ms(pct(whole, 50)), "step-p50-ms")
-			b.ReportMetric(ms(pct(ts.puts, 50)), "put-p50-ms")
-			b.Logf("store %s: %d tool steps: overhead p50 %.2f ms p90 %.2f p99 %.2f max %.2f; whole step (with the model call) p50 %.2f p99 %.2f; checkpoint Put p50 %.2f p99 %.2f; "+
-				"accepted to first model call p50 %.1f ms; last answer to finished_at p50 %.1f ms",
-				kind, len(gaps), ms(pct(gaps, 50)), ms(pct(gaps, 90)), ms(pct(gaps, 99)), ms(pct(gaps, 100)),
-				ms(pct(whole, 50)), ms(pct(whole, 99)), ms(pct(ts.puts, 50)), ms(pct(ts.puts, 99)),
-				ms(pct(claimToCall, 50)), ms(pct(lastToEnd, 50)))
-		})
+			b.Run(name, func(b *testing.B) { benchStepOverhead(b, kind, steps, instrumented) })
+		}
 	}
+}
+
+func benchStepOverhead(b *testing.B, kind string, steps int, instrumented bool) {
+	env := newBenchEnvWith(b, kind, stepScript(steps), instrumented)
+	ts := &timedStore{Store: env.store}
+	env.store = ts
+	rec := &callRecorder{}
+	exec := env.executor(func(base http.RoundTripper) http.RoundTripper { rec.base = base; return rec })
+	startWorker(b, env.worker(exec, "bench", 1))
+
+	var gaps, whole, claimToCall, lastToEnd []time.Duration
+	env.sql.reset()
+	cpu0 := cpuTime(b)
+	b.ResetTimer()
+	for i := range b.N {
+		ctx := context.Background()
+		before := len(rec.calls())
+		accepted := time.Now()
+		r, err := env.runs.Start(ctx, env.caller, run.StartInput{AgentID: env.agentID, Input: "go " + strconv.Itoa(i)})
+		require.NoError(b, err)
+		var got run.Run
+		for {
+			got, err = env.runs.GetRun(ctx, env.caller, r.ID)
+			require.NoError(b, err)
+			if got.Status.Finished() {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		require.Equal(b, run.StatusSucceeded, got.Status, "%+v", got.Error)
+		calls := rec.calls()[before:]
+		require.Len(b, calls, steps)
+		for k := 0; k+1 < len(calls); k++ {
+			gaps = append(gaps, calls[k+1].sent.Sub(calls[k].read))
+			whole = append(whole, calls[k+1].sent.Sub(calls[k].sent))
+		}
+		claimToCall = append(claimToCall, calls[0].sent.Sub(accepted))
+		if got.FinishedAt != nil {
+			lastToEnd = append(lastToEnd, got.FinishedAt.Sub(calls[len(calls)-1].read))
+		}
+	}
+	b.StopTimer()
+	cpu := cpuTime(b) - cpu0
+	b.ReportMetric(ms(cpu)/float64(b.N*steps), "cpu-ms/step")
+	b.ReportMetric(ms(pct(gaps, 50)), "overhead-p50-ms/step")
+	b.ReportMetric(ms(pct(gaps, 99)), "overhead-p99-ms/step")
+	b.ReportMetric(ms(pct(whole, 50)), "step-p50-ms")
+	b.ReportMetric(ms(pct(ts.puts, 50)), "put-p50-ms")
+	b.Logf("store %s, metrics %t: %d tool steps: overhead p50 %.2f ms p90 %.2f p99 %.2f max %.2f; whole step (with the model call) p50 %.2f p99 %.2f; checkpoint Put p50 %.2f p99 %.2f; "+
+		"accepted to first model call p50 %.1f ms; last answer to finished_at p50 %.1f ms",
+		kind, instrumented, len(gaps), ms(pct(gaps, 50)), ms(pct(gaps, 90)), ms(pct(gaps, 99)), ms(pct(gaps, 100)),
+		ms(pct(whole, 50)), ms(pct(whole, 99)), ms(pct(ts.puts, 50)), ms(pct(ts.puts, 99)),
+		ms(pct(claimToCall, 50)), ms(pct(lastToEnd, 50)))
 }
 
 // BenchmarkEngineParts calls the engine's writes one by one, as an attempt

@@ -56,6 +56,10 @@ type ExecutorDeps struct {
 	// result may take when sent (limits.tool_result_window_percent; 0:
 	// contextfit.DefaultToolResultShare).
 	ToolResultShare float64
+	// ModelMetrics and ToolMetrics time and count the runs' model and
+	// tool calls; nil counts nothing.
+	ModelMetrics *llm.Metrics
+	ToolMetrics  *tool.Metrics
 }
 
 // Executor runs one attempt of a run: it loads the run's configuration and
@@ -87,7 +91,7 @@ func (e *Executor) HTTPClient() *http.Client { return e.d.HTTPClient }
 
 // Execute runs the attempt a until its run ends or it must stop.
 func (e *Executor) Execute(ctx context.Context, a *attempt) (agentloop.Outcome, error) {
-	spec, state, closeRun, err := e.prepare(ctx, a.c)
+	spec, state, closeRun, err := e.prepare(ctx, a.c, a.log)
 	defer closeRun()
 	if err != nil {
 		return agentloop.Outcome{}, err
@@ -102,13 +106,14 @@ func (e *Executor) Execute(ctx context.Context, a *attempt) (agentloop.Outcome, 
 // configuration, the model and its provider (which must still be usable),
 // the skills' instructions, the tools, and the state to continue from. The
 // function it answers ends the attempt's run context (its toolsets' closers).
-func (e *Executor) prepare(ctx context.Context, c run.Claimed) (agentloop.Spec, agentloop.State, func(), error) {
+func (e *Executor) prepare(ctx context.Context, c run.Claimed, log *slog.Logger) (agentloop.Spec, agentloop.State, func(), error) {
 	r := c.Run
 	cfg, err := e.d.Agents.RunConfig(ctx, r.WorkspaceID, r.AgentID, r.RevisionID)
 	if err != nil {
 		return agentloop.Spec{}, agentloop.State{}, func() {}, fmt.Errorf("read the agent's revision: %w", err)
 	}
 	rc, closeRun := tool.NewRunContext(r, c.Lease, cfg)
+	rc.Log = log
 	spec, state, err := e.spec(ctx, c, rc)
 	return spec, state, closeRun, err
 }
@@ -132,6 +137,7 @@ func (e *Executor) spec(ctx context.Context, c run.Claimed, rc tool.RunContext) 
 		}
 		tools = append(tools, more...)
 	}
+	tools = e.d.ToolMetrics.Instrument(tools)
 	state, err := e.state(ctx, c, cfg)
 	if err != nil {
 		return agentloop.Spec{}, agentloop.State{}, err
@@ -214,7 +220,11 @@ func (e *Executor) model(ctx context.Context, workspaceID, key string) (model.Op
 	if u, ok := errors.AsType[*model.Uncallable](err); ok {
 		return model.Opened{}, &run.Failure{Code: run.ErrCodeModel, Message: u.Error()}
 	}
-	return m, err
+	if err != nil {
+		return model.Opened{}, err
+	}
+	m.Model = e.d.ModelMetrics.Instrument(m.Model, m.API, m.ProviderType)
+	return m, nil
 }
 
 // system is the system prompt: the agent's instructions, then the skills'

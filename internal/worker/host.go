@@ -244,6 +244,7 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 		return err
 	}
 	h.a.step.Store(step)
+	h.a.log.Debug("step recorded", "step", step, "tool_calls", len(rec.Assistant.ToolCalls), "results", len(rec.Results))
 	return nil
 }
 
@@ -260,7 +261,7 @@ func (h *host) discardCheckpoint(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), discardTimeout)
 	defer cancel()
 	if err := h.e.d.Objects.Delete(ctx, key); err != nil {
-		h.e.d.Log.Warn("could not delete a checkpoint no step recorded; the attempt's end will", "key", key, "error", err.Error())
+		h.a.log.Warn("could not delete a checkpoint no step recorded; the attempt's end will", "key", key, "error", err.Error())
 		h.a.unrecorded = append(h.a.unrecorded, key)
 	}
 }

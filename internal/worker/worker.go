@@ -44,6 +44,8 @@ type Options struct {
 	// quarter of the slots rather than one run each
 	// (worker.claim_gather_ms); zero claims for every freed slot.
 	Gather time.Duration
+	// Metrics count the worker's slots and attempts; nil counts nothing.
+	Metrics *Metrics
 }
 
 // Worker claims and executes runs.
@@ -74,6 +76,7 @@ func New(pool *pgxpool.Pool, runs *run.Service, exec *Executor, opts Options, lo
 	}
 	w := &Worker{pool: pool, runs: runs, exec: exec, opts: opts, log: log,
 		wake: make(chan struct{}, 1), active: map[string]*attempt{}}
+	opts.Metrics.slots(opts.Slots)
 	w.notices = pglisten.New(pool, pglisten.Config{
 		Channels: []string{"svc_runs", "svc_run_cancel"}, NotifyFunc: w.notified, ListenFunc: w.Wake, Subject: "run",
 	}, log)
@@ -199,8 +202,10 @@ func (w *Worker) start(c run.Claimed) {
 	w.active[c.Lease.RunID] = a
 	w.wg.Add(1)
 	w.mu.Unlock()
+	w.opts.Metrics.started()
 	go func() {
 		defer func() {
+			w.opts.Metrics.done()
 			w.mu.Lock()
 			delete(w.active, c.Lease.RunID)
 			w.mu.Unlock()

@@ -219,6 +219,17 @@ SELECT count(*)::int FROM run
 WHERE workspace_id = @workspace_id AND finished_at IS NULL AND lease_expires_at IS NULL
     AND ready_at < '9999-12-31T00:00:00Z'::timestamptz;
 
+-- RunQueueStats reads the run queue for the metrics: the runs a worker may
+-- claim now (unfinished, unleased, ready; run_ready_idx), how long the one
+-- ready longest has waited, and the runs leased to an attempt (run_lease_idx).
+-- name: RunQueueStats :one
+SELECT
+    (SELECT count(*) FROM run
+     WHERE finished_at IS NULL AND lease_expires_at IS NULL AND ready_at <= now())::bigint AS queued,
+    coalesce(extract(epoch FROM now() - (SELECT min(ready_at) FROM run
+     WHERE finished_at IS NULL AND lease_expires_at IS NULL AND ready_at <= now())), 0)::float8 AS oldest_seconds,
+    (SELECT count(*) FROM run WHERE lease_expires_at IS NOT NULL)::bigint AS running;
+
 -- RunAdmitLock serialises the runs a workspace's requests start, until
 -- their transaction ends, so that two requests cannot both see the
 -- workspace under limits.workspace_max_waiting_runs and together put it over.

@@ -159,7 +159,10 @@ func (t *Toolset) ForRun(ctx context.Context, rc tool.RunContext) ([]tool.Tool, 
 	if len(rc.Config.Tools.Connections) == 0 {
 		return nil, nil
 	}
-	tools, err := t.Tools(ctx, rc.Run.WorkspaceID, rc.Config.Tools.Connections)
+	// The run's tools log with the attempt's logger, under its run's ids.
+	forRun := *t
+	forRun.log = rc.Log.With("toolset", agent.ToolsetConnection)
+	tools, err := forRun.Tools(ctx, rc.Run.WorkspaceID, rc.Config.Tools.Connections)
 	if ce, ok := errors.AsType[*Error](err); ok && !ce.Transient {
 		return nil, &run.Failure{Code: ce.Code, Message: ce.Msg}
 	}
