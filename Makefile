@@ -11,12 +11,23 @@ GOTOOL := go tool -modfile=tools/go.mod
 # sqlc's parser uses cgo.
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated check-history vet fmt services clean
+.PHONY: all build static check-deploy run test bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated check-history vet fmt services clean
 
 all: build
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
+
+## static: the binary of the container image (Dockerfile): no cgo, so statically
+## linked, stripped, with the version stamped; GOOS and GOARCH pick the platform
+STATIC_OUT ?= bin/svc-static
+static:
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS) -s -w" -o $(STATIC_OUT) ./cmd/svc
+
+## check-deploy: lint and validate the Dockerfile, docker-compose.yaml and the Helm
+## chart without a container engine or a cluster (scripts/check-deploy.sh)
+check-deploy:
+	scripts/check-deploy.sh
 
 ## run: start svc on a local development setup (made under .dev/ on first use)
 run:

@@ -148,3 +148,43 @@ func TestKeyringGenerate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "key ring file mode after the refused run")
 }
+
+// TestKeyringGenerateIfMissing: with --if-missing, generate makes the ring when
+// the file is absent and keeps a valid existing ring byte for byte, reporting it
+// the same way; a file that is not a key ring still fails.
+func TestKeyringGenerateIfMissing(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "ring.json")
+
+	report := func(r result) map[string]string {
+		t.Helper()
+		var rep map[string]string
+		dec := json.NewDecoder(bytes.NewReader([]byte(r.stdout)))
+		require.NoError(t, dec.Decode(&rep), "%s", r)
+		require.False(t, dec.More(), "one JSON value on stdout: %s", r)
+		return rep
+	}
+
+	r := runSvc(t, nil, "keyring", "generate", "--out", out, "--if-missing")
+	require.Equal(t, 0, r.code, "%s", r)
+	first := report(r)
+	require.Equal(t, out, first["key_file"], "%s", r)
+	require.Regexp(t, `^k_[0-9a-z]{26}$`, first["primary_key_id"], "%s", r)
+	before, err := os.ReadFile(out)
+	require.NoError(t, err)
+
+	r = runSvc(t, nil, "keyring", "generate", "--out", out, "--if-missing")
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Equal(t, first, report(r), "the kept ring is reported as it is")
+	require.Contains(t, r.stderr, "kept as it is", "%s", r)
+	after, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "an existing key ring is left byte-identical")
+
+	broken := filepath.Join(t.TempDir(), "broken.json")
+	require.NoError(t, os.WriteFile(broken, []byte("{}\n"), 0o600))
+	r = runSvc(t, nil, "keyring", "generate", "--out", broken, "--if-missing")
+	require.Equal(t, 1, r.code, "%s", r)
+	require.Empty(t, r.stdout, "%s", r)
+	require.Contains(t, r.stderr, broken, "%s", r)
+}

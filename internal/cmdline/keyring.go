@@ -3,6 +3,7 @@ package cmdline
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/urfave/cli/v2"
 
@@ -21,11 +22,14 @@ func keyringCommand(stdio IO) *cli.Command {
 			return usageErr("keyring: missing command (generate, add, promote, list, reseal)")
 		},
 		Subcommands: []*cli.Command{{
-			Name:        "generate",
-			Usage:       "write a new key ring with one primary 256-bit key",
-			Description: "Writes FILE with mode 0600 and refuses to overwrite an existing file.",
+			Name:  "generate",
+			Usage: "write a new key ring with one primary 256-bit key",
+			Description: "Writes FILE with mode 0600 and refuses to overwrite an existing file. With --if-missing,\n" +
+				"an existing FILE is left as it is once it loads as a key ring, and reported the same way\n" +
+				"(for a container that makes the ring on first start).",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "out", Usage: "write the key ring to `FILE`"},
+				&cli.BoolFlag{Name: "if-missing", Usage: "keep an existing FILE that is a valid key ring, and succeed"},
 			},
 			Action: func(c *cli.Context) error {
 				if err := noArgs(c); err != nil {
@@ -36,7 +40,10 @@ func keyringCommand(stdio IO) *cli.Command {
 					return usageErr("keyring generate: --out FILE is required")
 				}
 				if err := keyring.Generate(out); err != nil {
-					return err
+					if !c.Bool("if-missing") || !errors.Is(err, fs.ErrExist) {
+						return err
+					}
+					fmt.Fprintf(stdio.Stderr, "svc: keyring generate: %s exists; kept as it is\n", out)
 				}
 				ring, err := keyring.Load(out)
 				if err != nil {
