@@ -11,7 +11,7 @@ GOTOOL := go tool -modfile=tools/go.mod
 # sqlc's parser uses cgo.
 export CGO_ENABLED ?= 1
 
-.PHONY: all build static check-deploy run test bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated check-history vet fmt services clean
+.PHONY: all build static install check-deploy run test bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated check-history vet fmt services clean
 
 all: build
 
@@ -28,6 +28,17 @@ static:
 ## chart without a container engine or a cluster (scripts/check-deploy.sh)
 check-deploy:
 	scripts/check-deploy.sh
+
+## install: build svc with the version stamp into Go's install directory: $GOBIN,
+## else the first entry of $GOPATH plus /bin (usually ~/go/bin); says where, and
+## how to put it on the PATH when it is not
+install:
+	go install -ldflags "$(LDFLAGS)" ./cmd/svc
+	@dir=$$(go env GOBIN); [ -n "$$dir" ] || dir=$$(go env GOPATH | cut -d: -f1)/bin; \
+	echo "installed $$dir/svc ($(VERSION))"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; \
+	*) echo "$$dir is not on your PATH: add it, e.g. export PATH=\"$$dir:\$$PATH\" in ~/.profile," \
+		"or copy the binary: sudo install -m 0755 $$dir/svc /usr/local/bin/svc" ;; esac
 
 ## run: start svc on a local development setup (made under .dev/ on first use)
 run:

@@ -9,6 +9,11 @@
 #   scripts/services.sh env     print shell exports for the test and dev URLs
 #                               (use: eval "$(scripts/services.sh env)")
 #
+# The development database (the one `make run` uses) is named after the state
+# directory, svc_<checkout name>_<hash of the directory's path>, and `start`
+# creates it: two checkouts whose servers share a port never share a database,
+# as each has a key ring of its own under its state directory.
+#
 # Settings (environment):
 #   SVCDEV_DIR      state directory            (default: <repo>/.dev)
 #   SVCDEV_PG_PORT      PostgreSQL port            (default: 55432)
@@ -45,6 +50,17 @@ REDIS_PORT=${SVCDEV_REDIS_PORT:-56379}
 S3_PORT=${SVCDEV_S3_PORT:-57070}
 WAIT_SECONDS=${SVCDEV_WAIT_SECONDS:-60}
 CACHE_DIR=${SVCDEV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-dev}
+
+# dev_db_name prints the development database of $DEV: svc_, the checkout's
+# name in lower case (letters, digits and _, at most 24), _ and the first 8
+# hex digits of the SHA-256 of $DEV. It needs no quoting in SQL or URLs.
+dev_db_name() {
+	local name sum
+	name=$(basename -- "$REPO" | tr '[:upper:]' '[:lower:]' | tr -c 'a-z0-9_\n' '_' | cut -c1-24)
+	sum=$(printf '%s' "$DEV" | sha256sum | cut -c1-8)
+	printf 'svc_%s_%s\n' "$name" "$sum"
+}
+DEV_DB=$(dev_db_name)
 
 for v in PG_PORT REDIS_PORT S3_PORT WAIT_SECONDS; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && ((${!v} > 0 && ${!v} < 65536)) || die "$v must be a number from 1 to 65535, got '${!v}'"
@@ -254,14 +270,16 @@ psql_q() {
 	"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres "$@"
 }
 
+# ensure_db creates the development database $DEV_DB when it is missing.
 ensure_db() {
 	local exists
-	exists=$(psql_q -tAc "SELECT 1 FROM pg_database WHERE datname='svc'")
+	exists=$(psql_q -tAc "SELECT 1 FROM pg_database WHERE datname='$DEV_DB'")
 	[[ $exists == 1 ]] && return 0
-	# A concurrent creator (another clone sharing the port) may win the race.
-	psql_q -c 'CREATE DATABASE svc' >/dev/null 2>&1 ||
-		[[ $(psql_q -tAc "SELECT 1 FROM pg_database WHERE datname='svc'") == 1 ]] ||
-		die "could not create database svc"
+	# A concurrent creator (a second `make run` of this checkout) may win the race.
+	psql_q -c "CREATE DATABASE $DEV_DB" >/dev/null 2>&1 ||
+		[[ $(psql_q -tAc "SELECT 1 FROM pg_database WHERE datname='$DEV_DB'") == 1 ]] ||
+		die "could not create database $DEV_DB"
+	log "postgres: made the development database $DEV_DB"
 }
 
 stop_pg() {
@@ -463,7 +481,8 @@ print_env() {
 	cat <<EOF
 export TEST_DATABASE_URL='$pg/postgres?sslmode=disable'
 export TEST_REDIS_URL='$redis'
-export SVCDEV_DATABASE_URL='$pg/svc?sslmode=disable'
+export SVCDEV_DATABASE='$DEV_DB'
+export SVCDEV_DATABASE_URL='$pg/$DEV_DB?sslmode=disable'
 export SVCDEV_REDIS_URL='$redis'
 export TEST_S3_ENDPOINT='127.0.0.1:$S3_PORT'
 export TEST_S3_ACCESS_KEY_ID='$S3_ACCESS_KEY'

@@ -145,6 +145,58 @@ func (q *Queries) OrganizationInsert(ctx context.Context, db DBTX, arg Organizat
 	return i, err
 }
 
+const organizationListSummary = `-- name: OrganizationListSummary :many
+SELECT o.id, o.name, o.created_at,
+       (SELECT count(*) FROM workspace w WHERE w.organization_id = o.id)::integer AS workspaces,
+       (SELECT coalesce(array_agg(u.email ORDER BY lower(u.email)), '{}')
+        FROM organization_member m JOIN user_account u ON u.principal_id = m.principal_id
+        WHERE m.organization_id = o.id AND m.role = 'owner')::text[] AS owners,
+       (SELECT coalesce(array_agg(i.email ORDER BY lower(i.email)), '{}')
+        FROM invitation i
+        WHERE i.organization_id = o.id AND i.workspace_id IS NULL AND i.role = 'owner'
+          AND i.accepted_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now())::text[] AS invited_owners
+FROM organization o
+ORDER BY o.created_at, o.id
+`
+
+type OrganizationListSummaryRow struct {
+	ID            string    `json:"id"`
+	Name          string    `json:"name"`
+	CreatedAt     time.Time `json:"created_at"`
+	Workspaces    int32     `json:"workspaces"`
+	Owners        []string  `json:"owners"`
+	InvitedOwners []string  `json:"invited_owners"`
+}
+
+// Every organization, oldest first, with its number of workspaces, its owners'
+// e-mail addresses and the addresses invited to own it (pending, unexpired).
+func (q *Queries) OrganizationListSummary(ctx context.Context, db DBTX) ([]OrganizationListSummaryRow, error) {
+	rows, err := db.Query(ctx, organizationListSummary)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OrganizationListSummaryRow{}
+	for rows.Next() {
+		var i OrganizationListSummaryRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.CreatedAt,
+			&i.Workspaces,
+			&i.Owners,
+			&i.InvitedOwners,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const organizationMemberInsert = `-- name: OrganizationMemberInsert :one
 INSERT INTO organization_member (organization_id, principal_id, role)
 VALUES ($1, $2, $3)
@@ -169,6 +221,18 @@ func (q *Queries) OrganizationMemberInsert(ctx context.Context, db DBTX, arg Org
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const organizationNameExists = `-- name: OrganizationNameExists :one
+SELECT EXISTS (SELECT 1 FROM organization WHERE lower(name) = lower($1))
+`
+
+// Organization names are compared whatever their case.
+func (q *Queries) OrganizationNameExists(ctx context.Context, db DBTX, name string) (bool, error) {
+	row := db.QueryRow(ctx, organizationNameExists, name)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
 
 const principalInsert = `-- name: PrincipalInsert :one

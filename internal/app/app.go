@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -214,7 +216,7 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	if a.ln, err = net.Listen("tcp", a.cfg.Server.Listen); err != nil {
-		return fmt.Errorf("listen on server.listen %q: %w", a.cfg.Server.Listen, err)
+		return listenError("server.listen", a.cfg.Server.Listen, err)
 	}
 	// No ReadTimeout or WriteTimeout: a body's read deadline is set per
 	// request, from its credentials and its progress (package reqbody), and
@@ -229,7 +231,7 @@ func (a *App) Start(ctx context.Context) error {
 	go func() { a.serveErr <- serve(a.httpSrv, a.ln) }()
 	if a.cfg.Metrics.Listen != "" {
 		if a.metricsLn, err = net.Listen("tcp", a.cfg.Metrics.Listen); err != nil {
-			return fmt.Errorf("listen on metrics.listen %q: %w", a.cfg.Metrics.Listen, err)
+			return listenError("metrics.listen", a.cfg.Metrics.Listen, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", a.Metrics.Handler())
@@ -522,4 +524,18 @@ func checkObjectStore(ctx context.Context, store objectstore.Store, timeout time
 		return fmt.Errorf("object_store.url: %w", err)
 	}
 	return nil
+}
+
+// listenError says why the address of key could not be listened on. An
+// address another process holds is the usual case of a control and a worker
+// process on one host, which share a configuration file but each need an
+// address of their own: the message names the key and its variable.
+func listenError(key, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		env := "SVC_" + strings.ToUpper(strings.ReplaceAll(key, ".", "__"))
+		return fmt.Errorf("listen on %s %q: another process holds this address; each svc process on one host "+
+			"(a control and a worker, say) needs its own %s: set it in this process's configuration, "+
+			"or as %s (for example %s=127.0.0.1:8081): %w", key, addr, key, env, env, err)
+	}
+	return fmt.Errorf("listen on %s %q: %w", key, addr, err)
 }

@@ -68,7 +68,7 @@ func bootstrapCommand(stdio IO) *cli.Command {
 			case errors.Is(err, identity.ErrAlreadyInitialized):
 				return &exitError{code: ExitAlreadyInitialized, err: err}
 			case err != nil:
-				return describe(err)
+				return describe("bootstrap", err)
 			}
 			if err := printJSON(stdio.Stdout, res); err != nil {
 				return err
@@ -158,12 +158,13 @@ func firstLine(r io.Reader) (string, error) {
 	return line, nil
 }
 
-// describe turns a refused input into a message naming the field.
-func describe(err error) error {
+// describe turns a refused input of command cmd into a message naming the
+// field.
+func describe(cmd string, err error) error {
 	ae, ok := apperr.As(err)
 	if !ok || ae.Kind != apperr.KindInvalidArgument || len(ae.Details) == 0 {
 		return err
 	}
 	d := ae.Details[0]
-	return fmt.Errorf("bootstrap: invalid %s: %s", d.Field, d.Reason)
+	return fmt.Errorf("%s: invalid %s: %s", cmd, d.Field, d.Reason)
 }

@@ -1,6 +1,7 @@
 // Package cmdline is svc's command line: global flags, the commands, and the
 // mapping of their outcomes to exit codes (0 success, 1 failure or invalid input,
-// 2 usage error; bootstrap adds 3). Messages go to stderr; machine output (JSON)
+// 2 usage error; bootstrap and organization create add 3, for what exists
+// already). Messages go to stderr; machine output (JSON)
 // goes to stdout.
 package cmdline
 
@@ -84,6 +85,7 @@ func newApp(stdio IO) *cli.App {
 			keyringCommand(stdio),
 			bootstrapCommand(stdio),
 			userCommand(stdio),
+			organizationCommand(stdio),
 		},
 		// Errors and exit codes are handled by Run, not by os.Exit inside the library.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -94,7 +96,7 @@ func newApp(stdio IO) *cli.App {
 			if c.Args().Present() {
 				return usageErr("unknown command %q", c.Args().First())
 			}
-			return usageErr("no command given (run, migrate, keyring, bootstrap, user)")
+			return usageErr("no command given (run, migrate, keyring, bootstrap, user, organization)")
 		},
 	}
 	for _, cmd := range app.Commands {

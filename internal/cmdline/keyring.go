@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -24,9 +26,10 @@ func keyringCommand(stdio IO) *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:  "generate",
 			Usage: "write a new key ring with one primary 256-bit key",
-			Description: "Writes FILE with mode 0600 and refuses to overwrite an existing file. With --if-missing,\n" +
-				"an existing FILE is left as it is once it loads as a key ring, and reported the same way\n" +
-				"(for a container that makes the ring on first start).",
+			Description: "Writes FILE with mode 0600 and refuses to overwrite an existing file. Missing parent\n" +
+				"directories are created with mode 0700, readable only by the user running the command. With\n" +
+				"--if-missing, an existing FILE is left as it is once it loads as a key ring, and reported the\n" +
+				"same way (for a container that makes the ring on first start).",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "out", Usage: "write the key ring to `FILE`"},
 				&cli.BoolFlag{Name: "if-missing", Usage: "keep an existing FILE that is a valid key ring, and succeed"},
@@ -38,6 +41,9 @@ func keyringCommand(stdio IO) *cli.Command {
 				out := c.String("out")
 				if out == "" {
 					return usageErr("keyring generate: --out FILE is required")
+				}
+				if err := makeParents(stdio, out); err != nil {
+					return err
 				}
 				if err := keyring.Generate(out); err != nil {
 					if !c.Bool("if-missing") || !errors.Is(err, fs.ErrExist) {
@@ -189,4 +195,31 @@ func ringFile(c *cli.Context, stdio IO, name string) (string, error) {
 		return "", usageErr("keyring %s: --file FILE is required when no encryption.key_file is configured", name)
 	}
 	return cfg.Encryption.KeyFile, nil
+}
+
+// makeParents creates the missing parent directories of file with mode 0700
+// (whatever the umask) and says so on stderr; existing ones are left as they
+// are.
+func makeParents(stdio IO, file string) error {
+	var missing []string
+	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break // there, or keyring.Generate reports why it is not usable
+		}
+		missing = append(missing, dir)
+		if dir == filepath.Dir(dir) {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		dir := missing[i]
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("keyring generate: create the directory %s: %w", dir, err)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("keyring generate: %w", err)
+		}
+		fmt.Fprintf(stdio.Stderr, "created the directory %s (mode 0700)\n", dir)
+	}
+	return nil
 }

@@ -222,8 +222,11 @@ type EndpointPolicy struct {
 	AllowHTTP       bool     `koanf:"allow_http"`
 	AllowedPrefixes []string `koanf:"allowed_prefixes"`
 	AllowedPorts    []int    `koanf:"allowed_ports"`
-	AllowedHosts    []string `koanf:"allowed_hosts"`
-	AllowedSockets  []string `koanf:"allowed_sockets"`
+	// AllowAnyPort makes every port reachable, for development machines
+	// whose local servers pick their ports.
+	AllowAnyPort   bool     `koanf:"allow_any_port"`
+	AllowedHosts   []string `koanf:"allowed_hosts"`
+	AllowedSockets []string `koanf:"allowed_sockets"`
 }
 
 // Limits bounds request and asset sizes and request rates. Rate limits are

@@ -159,7 +159,7 @@ func TestComposioFailures(t *testing.T) {
 	_, err = connection.NewComposio(strict.HTTPClient(time.Second), time.Second).Begin(ctx, request(srv, "ac_oauth"))
 	ve = vendorErr(err)
 	require.False(t, ve.Transient)
-	require.Equal(t, "the deployment's endpoint policy refuses this address", ve.Msg)
+	require.Regexp(t, `^the call was refused by the endpoint policy: .*endpoint_policy\.allowed_prefixes`, ve.Msg)
 }
 
 // TestComposioRedirects: only an absolute https redirect is handed to a user.

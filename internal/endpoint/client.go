@@ -173,11 +173,11 @@ type transport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if _, reason := t.policy.checkURL(req.URL); reason != "" {
+	if _, refusals, _ := t.policy.checkURL(req.URL); len(refusals) > 0 {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, &CallError{Msg: "URL refused: " + reason, Refused: true}
+		return nil, &CallError{Msg: refusedPrefix + strings.Join(refusals, "; "), Refused: true}
 	}
 	return t.base.RoundTrip(req)
 }
@@ -222,10 +222,31 @@ func (p *Policy) dialContext(d *net.Dialer) func(ctx context.Context, network, a
 			}
 		}
 		if refused != nil {
-			return nil, &CallError{Msg: "connection refused by the endpoint policy", Refused: true, Err: refused}
+			return nil, &CallError{Msg: dialRefusal(refused), Refused: true, Err: refused}
 		}
 		return nil, &CallError{Msg: "could not connect to the endpoint", Err: failed}
 	}
+}
+
+// dialRefusal words the guard's refusal of a connection, naming the key that
+// would allow it but never the address (which a resolver chose).
+func dialRefusal(err error) string {
+	if errors.Is(err, ssrf.ErrProhibitedPort) {
+		return refusedPrefix + "the port is not allowed (add it to endpoint_policy.allowed_ports, or set endpoint_policy.allow_any_port = true)"
+	}
+	return refusedPrefix + "the host's address is private or reserved (add a prefix that covers it to endpoint_policy.allowed_prefixes)"
+}
+
+// Refusal returns the message of the policy refusal err carries, fixed text
+// that says what was refused and names the key that would allow it, and
+// whether err is one. Code that reports a refused call to a client or a
+// tenant shows this message.
+func Refusal(err error) (string, bool) {
+	var ce *CallError
+	if errors.As(err, &ce) && ce.Refused {
+		return ce.Msg, true
+	}
+	return "", false
 }
 
 func isGuardError(err error) bool {

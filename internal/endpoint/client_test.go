@@ -96,6 +96,14 @@ func TestDialPortGuard(t *testing.T) {
 	_, err := dial(context.Background(), "tcp", "127.0.0.1:22")
 	requireCallRefused(t, err)
 	require.ErrorIs(t, err, ssrf.ErrProhibitedPort)
+	msg, _ := Refusal(err)
+	require.Equal(t, "refused by the endpoint policy: the port is not allowed (add it to endpoint_policy.allowed_ports, or set endpoint_policy.allow_any_port = true)", msg)
+
+	strict := &Policy{Resolver: newResolver()}
+	_, err = strict.dialContext(&net.Dialer{Timeout: time.Second, Control: strict.guardian().Safe})(context.Background(), "tcp", "localhost:443")
+	requireCallRefused(t, err)
+	msg, _ = Refusal(err)
+	require.Equal(t, "refused by the endpoint policy: the host's address is private or reserved (add a prefix that covers it to endpoint_policy.allowed_prefixes)", msg)
 }
 
 // TestCallRefusedByDefault sends real requests to a loopback server with the

@@ -39,7 +39,7 @@ func (p *Policy) parseEngine(raw string, useTLS bool) (addr engineAddress, reaso
 			return addr, "a unix socket must be a clean absolute path"
 		}
 		if !slices.Contains(p.AllowedSockets, path) {
-			return addr, "the socket is not in the operator's allowed sockets"
+			return addr, refusedSocket
 		}
 		return engineAddress{socket: path}, ""
 	case strings.HasPrefix(raw, "tcp://"):
@@ -63,7 +63,11 @@ func (p *Policy) parseEngine(raw string, useTLS bool) (addr engineAddress, reaso
 func (p *Policy) CheckEngine(ctx context.Context, field, raw string, useTLS bool) error {
 	addr, reason := p.parseEngine(raw, useTLS)
 	if reason != "" {
-		return apperr.InvalidField(field, reason)
+		e := apperr.InvalidField(field, reason)
+		if reason == refusedSocket {
+			e.Err = &CallError{Msg: refusedPrefix + reason, Refused: true}
+		}
+		return e
 	}
 	if addr.url != "" {
 		return p.CheckURL(ctx, field, addr.url)
@@ -78,7 +82,7 @@ func (p *Policy) CheckEngine(ctx context.Context, field, raw string, useTLS bool
 func (p *Policy) EngineClient(raw string, tlsConfig *tls.Config, timeout time.Duration) (*http.Client, string, error) {
 	addr, reason := p.parseEngine(raw, tlsConfig != nil)
 	if reason != "" {
-		return nil, "", &CallError{Msg: "engine address refused: " + reason, Refused: true}
+		return nil, "", &CallError{Msg: refusedPrefix + reason, Refused: true}
 	}
 	if addr.url != "" {
 		var opts []ClientOption

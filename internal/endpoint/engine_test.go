@@ -22,13 +22,13 @@ func TestCheckEngine(t *testing.T) {
 	require.NoError(t, p.CheckEngine(ctx, "config.host", "tcp://engine.example.com:2376", true))
 
 	for raw, want := range map[string]string{
-		"unix:///run/docker.sock":             "the socket is not in the operator's allowed sockets",
+		"unix:///run/docker.sock":             "the socket is not allowed (list it in endpoint_policy.allowed_sockets)",
 		"unix:///var/run/../run/docker.sock":  "a unix socket must be a clean absolute path",
 		"unix://var/run/docker.sock":          "a unix socket must be a clean absolute path",
 		"tcp://engine.example.com:2376/v1.47": "a tcp address is host:port, without a path",
 		"tcp://user@engine.example.com:2376":  "a tcp address is host:port, without a path",
 		"ssh://me@engine.example.com":         "the address must start with unix:// or tcp://",
-		"tcp://engine.internal:2376":          "host resolves to a private or reserved address",
+		"tcp://engine.internal:2376":          "host resolves to a private or reserved address (add a prefix that covers it to endpoint_policy.allowed_prefixes)",
 		"tcp://127.0.0.1:2376":                "",
 		"tcp://engine.example.com:2375":       "",
 	} {

@@ -17,8 +17,15 @@
 // metadata services included), unspecified, multicast, shared (CGNAT) or
 // otherwise special purpose per the IANA registries, unless one of the
 // operator's allowed prefixes covers it. Only ports 80, 443 and the operator's
-// allowed ports are reachable. Plain HTTP needs the operator's allowance, for
-// every host or for the listed hosts.
+// allowed ports are reachable, or every port when the operator allows any.
+// Plain HTTP needs the operator's allowance, for every host or for the listed
+// hosts.
+//
+// Every refusal says what the policy refused and names the configuration key
+// that would allow it (endpoint_policy.allow_http, allowed_hosts,
+// allowed_ports, allow_any_port, allowed_prefixes, allowed_sockets), all of
+// them at once when a URL breaks several rules, so an operator who means to
+// allow the address learns in one try what to set.
 package endpoint
 
 import (
@@ -60,6 +67,8 @@ type Policy struct {
 	AllowedPrefixes []netip.Prefix
 	// AllowedPorts are reachable besides 80 and 443.
 	AllowedPorts []uint16
+	// AllowAnyPort makes every port reachable; AllowedPorts is then moot.
+	AllowAnyPort bool
 	// AllowedHosts may use plain http:// even when AllowHTTP is off. An entry
 	// is a host name matched case-insensitively ("ollama.internal"), or
 	// "*.suffix" matching every name below suffix. It grants only the scheme:
@@ -76,7 +85,7 @@ type Policy struct {
 // NewPolicy builds the policy from the endpoint_policy configuration section.
 // Errors name the offending key; config.Validate normally catches them first.
 func NewPolicy(cfg config.EndpointPolicy) (*Policy, error) {
-	p := &Policy{AllowHTTP: cfg.AllowHTTP}
+	p := &Policy{AllowHTTP: cfg.AllowHTTP, AllowAnyPort: cfg.AllowAnyPort}
 	for i, s := range cfg.AllowedPrefixes {
 		prefix, err := netip.ParsePrefix(strings.TrimSpace(s))
 		if err != nil {
@@ -114,29 +123,54 @@ func ValidateHosts(hosts []string) error {
 // the policy as it is saved. It resolves a host name with ctx, bounded by
 // ResolveTimeout, and refuses it unless every address it resolves to is
 // allowed. A refusal is an apperr invalid_argument naming field, with a short
-// reason that never repeats a resolver's or a server's answer.
+// reason that never repeats a resolver's or a server's answer; a refusal by
+// the policy's allowances (not a malformed URL) names, for each rule the URL
+// breaks, the key that would allow it, and its cause matches ErrRefused.
 func (p *Policy) CheckURL(ctx context.Context, field string, raw string) error {
-	target, reason := p.checkURLString(raw)
-	if reason != "" {
-		return apperr.InvalidField(field, reason)
+	target, refusals, ok := p.checkURLString(raw)
+	if !ok {
+		return apperr.InvalidField(field, refusals[0])
 	}
-	if target.addr.IsValid() {
-		return nil // an IP literal: checkURLString already checked the address
-	}
-	addrs, err := p.resolve(ctx, "ip", target.host)
-	if err != nil {
-		e := apperr.InvalidField(field, "host could not be resolved")
-		e.Err = err // for logs only; never shown to the client
-		return e
-	}
-	guard := p.guardian()
-	for _, a := range addrs {
-		if guard.SafeAddr(a) != nil {
-			return apperr.InvalidField(field, "host resolves to a private or reserved address")
+	if !target.addr.IsValid() {
+		addrs, err := p.resolve(ctx, "ip", target.host)
+		if err != nil {
+			if len(refusals) == 0 {
+				e := apperr.InvalidField(field, "host could not be resolved")
+				e.Err = err // for logs only; never shown to the client
+				return e
+			}
+			refusals = append(refusals, "host could not be resolved")
+		}
+		guard := p.guardian()
+		for _, a := range addrs {
+			if guard.SafeAddr(a) != nil {
+				refusals = append(refusals, refusedResolved)
+				break
+			}
 		}
 	}
-	return nil
+	if len(refusals) == 0 {
+		return nil
+	}
+	reason := strings.Join(refusals, "; ")
+	e := apperr.InvalidField(field, reason)
+	e.Err = &CallError{Msg: refusedPrefix + reason, Refused: true}
+	return e
 }
+
+// refusedPrefix starts the message of every call the policy refuses.
+const refusedPrefix = "refused by the endpoint policy: "
+
+// The reasons of refusals that an operator's allowance would lift, each
+// naming its key.
+const (
+	refusedHTTP       = "must be an https URL (set endpoint_policy.allow_http = true to allow plain http)"
+	refusedHTTPHost   = "must be an https URL (set endpoint_policy.allow_http = true, or list the host in endpoint_policy.allowed_hosts, to allow plain http)"
+	refusedPortFormat = "port %d is not allowed (add it to endpoint_policy.allowed_ports, or set endpoint_policy.allow_any_port = true)"
+	refusedAddress    = "must not point to %s (add a prefix that covers it to endpoint_policy.allowed_prefixes)"
+	refusedResolved   = "host resolves to a private or reserved address (add a prefix that covers it to endpoint_policy.allowed_prefixes)"
+	refusedSocket     = "the socket is not allowed (list it in endpoint_policy.allowed_sockets)"
+)
 
 // target is a URL that passed the checks that need no resolution.
 type target struct {
@@ -146,59 +180,90 @@ type target struct {
 }
 
 // checkURLString parses raw and applies checkURL.
-func (p *Policy) checkURLString(raw string) (target, string) {
+func (p *Policy) checkURLString(raw string) (target, []string, bool) {
 	if len(raw) > maxURLLength {
-		return target{}, "must be at most 2048 characters"
+		return target{}, []string{"must be at most 2048 characters"}, false
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return target{}, "must be a valid URL"
+		return target{}, []string{"must be a valid URL"}, false
 	}
 	return p.checkURL(u)
 }
 
 // checkURL applies every rule that needs no name resolution: scheme, user
-// information, host form, port, and the address of an IP literal. It returns
-// a non-empty reason on refusal.
-func (p *Policy) checkURL(u *url.URL) (target, string) {
+// information, host form, port, and the address of an IP literal. A URL that
+// is malformed, or that no allowance could open, gives one reason and ok
+// false; otherwise ok is true and refusals lists every allowance the URL
+// lacks (none when it passes).
+func (p *Policy) checkURL(u *url.URL) (t target, refusals []string, ok bool) {
+	fail := func(reason string) (target, []string, bool) { return target{}, []string{reason}, false }
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "https" && scheme != "http" {
-		return target{}, "must be an https URL"
+		return fail("must be an https URL")
 	}
 	if u.User != nil {
-		return target{}, "must not contain user information"
+		return fail("must not contain user information")
 	}
 	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
-		return target{}, "must include a host"
+		return fail("must include a host")
 	}
 	host := strings.ToLower(u.Hostname())
-	if scheme == "http" && !p.AllowHTTP && !p.hostAllowed(host) {
-		return target{}, "must be an https URL"
-	}
-	t := target{host: host}
+	t = target{host: host}
 	port, reason := parsePort(u.Port(), scheme)
 	if reason != "" {
-		return target{}, reason
+		return fail(reason)
 	}
 	t.port = port
 	if addr, err := netip.ParseAddr(host); err == nil {
 		if addr.Zone() != "" {
-			return target{}, "must not use an IPv6 zone"
+			return fail("must not use an IPv6 zone")
 		}
 		t.addr = addr.Unmap()
 	} else if !validHostName(strings.TrimSuffix(host, ".")) {
 		// Also refuses every non-canonical spelling of an IPv4 address
 		// (2130706433, 0x7f.1, 0177.0.0.1, 127.1): resolvers disagree on them.
-		return target{}, "host must be a DNS name or an IP address in standard notation"
+		return fail("host must be a DNS name or an IP address in standard notation")
 	}
-	if !slices.Contains(p.ports(), t.port) {
-		return target{}, "port is not allowed"
+	if scheme == "http" && !p.AllowHTTP && !p.hostAllowed(host) {
+		if t.addr.IsValid() {
+			refusals = append(refusals, refusedHTTP) // allowed_hosts lists names only
+		} else {
+			refusals = append(refusals, refusedHTTPHost)
+		}
+	}
+	if !p.portAllowed(t.port) {
+		refusals = append(refusals, fmt.Sprintf(refusedPortFormat, t.port))
 	}
 	if t.addr.IsValid() && p.guardian().SafeAddr(t.addr) != nil {
-		return target{}, "must not point to a private or reserved address"
+		refusals = append(refusals, fmt.Sprintf(refusedAddress, addressKind(t.addr)))
 	}
-	return t, ""
+	return t, refusals, true
 }
+
+// addressKind names the kind of a refused address, as a client may be told
+// of the address it sent itself.
+func addressKind(a netip.Addr) string {
+	switch {
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsUnspecified():
+		return "an unspecified address"
+	case a.IsLinkLocalUnicast():
+		return "a link-local address"
+	case a.IsMulticast():
+		return "a multicast address"
+	case a.IsPrivate():
+		return "a private address"
+	case sharedPrefix.Contains(a):
+		return "a shared (carrier-grade NAT) address"
+	default:
+		return "a reserved address"
+	}
+}
+
+// sharedPrefix is the shared address space of carrier-grade NAT (RFC 6598).
+var sharedPrefix = netip.MustParsePrefix("100.64.0.0/10")
 
 // parsePort returns the URL's port, or the scheme's default when it has none.
 func parsePort(s, scheme string) (uint16, string) {
@@ -274,9 +339,14 @@ func (p *Policy) hostAllowed(host string) bool {
 	return false
 }
 
-// ports lists the reachable ports.
+// ports lists the reachable ports (all of them when AllowAnyPort is set).
 func (p *Policy) ports() []uint16 {
 	return append([]uint16{80, 443}, p.AllowedPorts...)
+}
+
+// portAllowed reports whether port is reachable.
+func (p *Policy) portAllowed(port uint16) bool {
+	return p.AllowAnyPort || slices.Contains(p.ports(), port)
 }
 
 // guardian is the ssrf guard for the policy: the same rules decide on write
@@ -296,8 +366,12 @@ func (p *Policy) guardian() *ssrf.Guardian {
 			v6 = append(v6, prefix)
 		}
 	}
+	ports := ssrf.WithPorts(p.ports()...)
+	if p.AllowAnyPort {
+		ports = ssrf.WithAnyPort()
+	}
 	return ssrf.New(
-		ssrf.WithPorts(p.ports()...),
+		ports,
 		ssrf.WithAllowedV4Prefixes(v4...),
 		ssrf.WithAllowedV6Prefixes(v6...),
 	)

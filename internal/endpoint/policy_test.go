@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -66,22 +67,35 @@ func TestValidateHosts(t *testing.T) {
 
 func TestCheckURLRefused(t *testing.T) {
 	t.Parallel()
+	addr := func(kind string) string {
+		return "must not point to " + kind + " (add a prefix that covers it to endpoint_policy.allowed_prefixes)"
+	}
+	var (
+		loopback    = addr("a loopback address")
+		linkLocal   = addr("a link-local address")
+		unspecified = addr("an unspecified address")
+		privateAddr = addr("a private address")
+		multicast   = addr("a multicast address")
+		reserved    = addr("a reserved address")
+		shared      = addr("a shared (carrier-grade NAT) address")
+	)
 	const (
-		private  = "must not point to a private or reserved address"
-		resolves = "host resolves to a private or reserved address"
+		resolves = "host resolves to a private or reserved address (add a prefix that covers it to endpoint_policy.allowed_prefixes)"
 		notation = "host must be a DNS name or an IP address in standard notation"
 		https    = "must be an https URL"
-		port     = "port is not allowed"
+		httpName = "must be an https URL (set endpoint_policy.allow_http = true, or list the host in endpoint_policy.allowed_hosts, to allow plain http)"
+		port22   = "port 22 is not allowed (add it to endpoint_policy.allowed_ports, or set endpoint_policy.allow_any_port = true)"
+		port8443 = "port 8443 is not allowed (add it to endpoint_policy.allowed_ports, or set endpoint_policy.allow_any_port = true)"
 	)
 	cases := []struct{ url, reason string }{
 		// Loopback, private and link-local addresses, in every spelling.
-		{"https://127.0.0.1/", private},
-		{"https://127.0.0.1:443/v1", private},
-		{"https://169.254.169.254/latest/meta-data/", private},
-		{"https://[::ffff:127.0.0.1]/", private},
-		{"https://[::ffff:7f00:1]/", private},
-		{"https://[::ffff:169.254.169.254]/", private},
-		{"https://0.0.0.0/", private},
+		{"https://127.0.0.1/", loopback},
+		{"https://127.0.0.1:443/v1", loopback},
+		{"https://169.254.169.254/latest/meta-data/", linkLocal},
+		{"https://[::ffff:127.0.0.1]/", loopback},
+		{"https://[::ffff:7f00:1]/", loopback},
+		{"https://[::ffff:169.254.169.254]/", linkLocal},
+		{"https://0.0.0.0/", unspecified},
 		{"https://2130706433/", notation},
 		{"https://0x7f000001/", notation},
 		{"https://0x7f.1/", notation},
@@ -97,22 +111,22 @@ func TestCheckURLRefused(t *testing.T) {
 		{"https://cgnat.test/", resolves},
 		{"https://v6private.test/", resolves},
 		{"https://mixed.test/", resolves},
-		{"http://public.test/", https},
-		{"https://public.test:22/", port},
+		{"http://public.test/", httpName},
+		{"https://public.test:22/", port22},
 		// The other reserved ranges.
-		{"https://10.0.0.1/", private},
-		{"https://172.16.0.1/", private},
-		{"https://192.168.1.1/", private},
-		{"https://100.64.0.1/", private},
-		{"https://224.0.0.1/", private},
-		{"https://255.255.255.255/", private},
-		{"https://[::]/", private},
-		{"https://[::1]/", private},
-		{"https://[fe80::1]/", private},
-		{"https://[fd00:ec2::254]/", private},
-		{"https://[ff02::1]/", private},
-		{"https://[64:ff9b::7f00:1]/", private},
-		{"https://[2002:7f00:1::]/", private},
+		{"https://10.0.0.1/", privateAddr},
+		{"https://172.16.0.1/", privateAddr},
+		{"https://192.168.1.1/", privateAddr},
+		{"https://100.64.0.1/", shared},
+		{"https://224.0.0.1/", multicast},
+		{"https://255.255.255.255/", reserved},
+		{"https://[::]/", unspecified},
+		{"https://[::1]/", loopback},
+		{"https://[fe80::1]/", linkLocal},
+		{"https://[fd00:ec2::254]/", privateAddr},
+		{"https://[ff02::1]/", multicast},
+		{"https://[64:ff9b::7f00:1]/", reserved},
+		{"https://[2002:7f00:1::]/", reserved},
 		{"https://[fe80::1%25eth0]/", "must not use an IPv6 zone"},
 		// URL form.
 		{"https://user:secret@public.test/", "must not contain user information"},
@@ -128,7 +142,7 @@ func TestCheckURLRefused(t *testing.T) {
 		{"https://:443/", "must include a host"},
 		{"https://public.test:0/", "port is not valid"},
 		{"https://public.test:65536/", "port is not valid"},
-		{"https://public.test:8443/", port},
+		{"https://public.test:8443/", port8443},
 		{"https://exa mple.test/", "must be a valid URL"},
 		{"https://bad_-.test-/", notation},
 		{"https://bücher.test/", notation},
@@ -251,4 +265,73 @@ func TestGuardianMapsPolicy(t *testing.T) {
 	require.NoError(t, g.SafeAddrPort(netip.MustParseAddrPort("[::1]:443")))
 	require.Error(t, g.SafeAddrPort(netip.MustParseAddrPort("127.0.0.1:22")))
 	require.Error(t, g.SafeAddrPort(netip.MustParseAddrPort("10.0.0.1:80")))
+}
+
+// TestRefusalsNameEveryKey: a URL that breaks several of the policy's rules is
+// refused once, naming every key that would allow it, so an operator needs no
+// second try; the refusal matches ErrRefused, and a malformed URL does not.
+func TestRefusalsNameEveryKey(t *testing.T) {
+	t.Parallel()
+	p := &Policy{Resolver: newResolver()}
+	cases := []struct {
+		url  string
+		keys []string
+	}{
+		{"http://127.0.0.1:11434/v1", []string{"endpoint_policy.allow_http = true", "port 11434 is not allowed", "endpoint_policy.allowed_ports",
+			"endpoint_policy.allow_any_port = true", "must not point to a loopback address", "endpoint_policy.allowed_prefixes"}},
+		{"http://localhost:8090/v1", []string{"endpoint_policy.allow_http = true", "endpoint_policy.allowed_hosts", "port 8090 is not allowed",
+			"host resolves to a private or reserved address", "endpoint_policy.allowed_prefixes"}},
+		{"http://public.test:8090/", []string{"endpoint_policy.allow_http = true", "endpoint_policy.allowed_hosts", "port 8090 is not allowed"}},
+	}
+	for _, tc := range cases {
+		err := p.CheckURL(context.Background(), field, tc.url)
+		e, ok := apperr.As(err)
+		require.True(t, ok, "%s: %v", tc.url, err)
+		require.Len(t, e.Details, 1)
+		for _, k := range tc.keys {
+			require.Contains(t, e.Details[0].Reason, k, tc.url)
+		}
+		require.ErrorIs(t, err, ErrRefused, tc.url)
+		msg, ok := Refusal(err)
+		require.True(t, ok)
+		require.Equal(t, "refused by the endpoint policy: "+e.Details[0].Reason, msg)
+	}
+	// The IP literal's reason leaves allowed_hosts out: it lists names only.
+	e, _ := apperr.As(p.CheckURL(context.Background(), field, "http://127.0.0.1:11434/v1"))
+	require.NotContains(t, e.Details[0].Reason, "allowed_hosts")
+
+	err := p.CheckURL(context.Background(), field, "ftp://public.test/")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrRefused, "a malformed URL is no allowance's business")
+}
+
+// TestDevelopmentPolicy: the policy `make run` writes (plain http, loopback
+// prefixes, any port) lets a model server on this machine be saved and called
+// at any port, by address or as localhost; the default policy refuses it.
+func TestDevelopmentPolicy(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, nil)
+	dev, err := NewPolicy(config.EndpointPolicy{AllowHTTP: true, AllowedPrefixes: []string{"127.0.0.0/8", "::1/128"}, AllowAnyPort: true})
+	require.NoError(t, err)
+	dev.Resolver = newResolver()
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		u := srv.url("http", host, "/v1/models")
+		require.NoError(t, dev.CheckURL(context.Background(), field, u), u)
+		status, err := get(client(t, dev), u)
+		require.NoError(t, err, u)
+		require.Equal(t, http.StatusOK, status)
+	}
+	require.Error(t, dev.CheckURL(context.Background(), field, "http://10.1.2.3/"), "only loopback is opened")
+
+	strict, err := NewPolicy(config.Default().EndpointPolicy)
+	require.NoError(t, err)
+	strict.Resolver = newResolver()
+	require.ErrorIs(t, strict.CheckURL(context.Background(), field, srv.url("http", "127.0.0.1", "/v1")), ErrRefused)
+	_, err = get(client(t, strict), srv.url("http", "127.0.0.1", "/v1"))
+	requireCallRefused(t, err)
+	msg, _ := Refusal(err)
+	for _, k := range []string{"endpoint_policy.allow_http", "endpoint_policy.allow_any_port", "endpoint_policy.allowed_prefixes"} {
+		require.Contains(t, msg, k)
+	}
+	require.EqualValues(t, 2, srv.hits.Load())
 }

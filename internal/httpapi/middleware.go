@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/endpoint"
 	"github.com/svcdev/svc/internal/metrics"
 	"github.com/svcdev/svc/internal/reqctx"
 )
@@ -95,6 +96,9 @@ func observe(log *slog.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 				}
 				if cause, ok := c.Get(causeKey).(error); ok && status >= 500 {
 					attrs = append(attrs, slog.String("error", cause.Error()))
+				} else if refused, ok := endpoint.Refusal(cause); ok {
+					// The operator reads which key would allow the URL.
+					attrs = append(attrs, slog.String("refused", refused))
 				}
 				log.LogAttrs(c.Request().Context(), level, "request", attrs...)
 			}()

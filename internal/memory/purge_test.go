@@ -399,7 +399,7 @@ func TestPurgeGoesThroughTheEndpointPolicy(t *testing.T) {
 
 	resolver := &privateResolver{}
 	purger := memory.NewPurger(b.pool, b.ring, b.reg, &endpoint.Policy{Resolver: resolver}, purgeTimeout)
-	requireFailed(t, purger.Deliver(t.Context(), d), 0, "the deployment's endpoint policy refuses this address")
+	requireFailed(t, purger.Deliver(t.Context(), d), 0, "the call was refused by the endpoint policy: the host's address is private or reserved (add a prefix that covers it to endpoint_policy.allowed_prefixes)")
 	require.Equal(t, "aws-eu-central-1.turbopuffer.com", resolver.asked.Load())
 }
 

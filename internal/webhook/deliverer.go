@@ -309,13 +309,15 @@ func (d *Deliverer) describe(err error) error {
 	}
 }
 
-// refusal words an endpoint policy refusal: "connection refused by the
-// endpoint policy", "refused by the endpoint policy: must be an https URL".
+// refusal words an endpoint policy refusal: "refused by the endpoint
+// policy: must be an https URL (set endpoint_policy.allow_http = true to
+// allow plain http)", naming the key that would allow the call; a refused
+// redirect gets the same prefix.
 func refusal(msg string) string {
-	if strings.Contains(msg, "endpoint policy") {
+	if strings.HasPrefix(msg, "refused by the endpoint policy") {
 		return msg
 	}
-	return "refused by the endpoint policy: " + strings.TrimPrefix(msg, "URL refused: ")
+	return "refused by the endpoint policy: " + msg
 }
 
 // readSnippet reads at most outbox.ResponseSnippetBytes of an answer and

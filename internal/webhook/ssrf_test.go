@@ -19,8 +19,8 @@ func requireRefused(t *testing.T, out outbox.Outcome, secret string) {
 	t.Helper()
 	require.Error(t, out.Err)
 	require.ErrorIs(t, out.Err, endpoint.ErrRefused)
-	require.Contains(t, []string{"connection refused by the endpoint policy", "refused by the endpoint policy: must not point to a private or reserved address"},
-		out.Err.Error())
+	require.Regexp(t, `^refused by the endpoint policy: (the host's address is private or reserved|must not point to an? [a-z-]+ address) `+
+		`\(add a prefix that covers it to endpoint_policy\.allowed_prefixes\)$`, out.Err.Error())
 	require.False(t, out.Permanent)
 	require.Zero(t, out.StatusCode)
 	requireSafe(t, out, secret)

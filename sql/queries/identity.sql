@@ -8,6 +8,25 @@ RETURNING *;
 -- name: OrganizationGet :one
 SELECT * FROM organization WHERE id = @id;
 
+-- name: OrganizationNameExists :one
+-- Organization names are compared whatever their case.
+SELECT EXISTS (SELECT 1 FROM organization WHERE lower(name) = lower(@name));
+
+-- name: OrganizationListSummary :many
+-- Every organization, oldest first, with its number of workspaces, its owners'
+-- e-mail addresses and the addresses invited to own it (pending, unexpired).
+SELECT o.id, o.name, o.created_at,
+       (SELECT count(*) FROM workspace w WHERE w.organization_id = o.id)::integer AS workspaces,
+       (SELECT coalesce(array_agg(u.email ORDER BY lower(u.email)), '{}')
+        FROM organization_member m JOIN user_account u ON u.principal_id = m.principal_id
+        WHERE m.organization_id = o.id AND m.role = 'owner')::text[] AS owners,
+       (SELECT coalesce(array_agg(i.email ORDER BY lower(i.email)), '{}')
+        FROM invitation i
+        WHERE i.organization_id = o.id AND i.workspace_id IS NULL AND i.role = 'owner'
+          AND i.accepted_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now())::text[] AS invited_owners
+FROM organization o
+ORDER BY o.created_at, o.id;
+
 -- name: PrincipalInsert :one
 INSERT INTO principal (id, kind, display_name) VALUES (@id, @kind, @display_name)
 RETURNING *;

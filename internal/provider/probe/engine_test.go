@@ -35,7 +35,7 @@ func TestDockerPingsTheEngineOverItsSocket(t *testing.T) {
 	// A socket the operator has not allowed is never dialled.
 	res = probe.New(&endpoint.Policy{}, time.Second).Probe(t.Context(), probe.Target{Type: docker, Config: map[string]any{"host": "unix://" + engine.Socket}})
 	require.Equal(t, probe.Failed, res.Outcome)
-	require.Equal(t, "the deployment's endpoint policy refuses this address", res.Message)
+	require.Equal(t, "the call was refused by the endpoint policy: the socket is not allowed (list it in endpoint_policy.allowed_sockets)", res.Message)
 	// Nor is the default socket, unless allowed.
 	res = probe.New(&endpoint.Policy{}, time.Second).Probe(t.Context(), probe.Target{Type: docker, Config: map[string]any{}})
 	require.Equal(t, probe.Failed, res.Outcome)

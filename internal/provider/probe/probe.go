@@ -301,7 +301,8 @@ func callFailed(err error, timeout time.Duration) Result {
 	var ce *endpoint.CallError
 	switch {
 	case errors.Is(err, endpoint.ErrRefused):
-		return failed("the deployment's endpoint policy refuses this address")
+		msg, _ := endpoint.Refusal(err)
+		return failed("the call was " + msg)
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return failed(fmt.Sprintf("no answer within %s", timeout))
 	case isTLS(err):

@@ -146,7 +146,7 @@ func TestTurbopufferDefaultsToItsRegionalHost(t *testing.T) {
 		Type: lookup(t, "turbopuffer"), Config: map[string]any{"region": "gcp-us-central1"}, Credential: map[string]any{"api_key": "k"},
 	})
 	require.Equal(t, probe.Failed, res.Outcome)
-	require.Equal(t, "the deployment's endpoint policy refuses this address", res.Message)
+	require.Equal(t, "the call was refused by the endpoint policy: the host's address is private or reserved (add a prefix that covers it to endpoint_policy.allowed_prefixes)", res.Message)
 	require.Equal(t, []string{"gcp-us-central1.turbopuffer.com"}, resolver.asked())
 }
 
@@ -213,7 +213,9 @@ func TestProbeFollowsTheEndpointPolicy(t *testing.T) {
 		Type: lookup(t, "openai"), Config: srv.ProviderConfig(), Credential: map[string]any{"api_key": "k"},
 	})
 	require.Equal(t, probe.Failed, res.Outcome)
-	require.Equal(t, "the deployment's endpoint policy refuses this address", res.Message)
+	require.Regexp(t, `^the call was refused by the endpoint policy: must be an https URL \(set endpoint_policy.allow_http = true to allow plain http\); `+
+		`port [0-9]+ is not allowed \(add it to endpoint_policy.allowed_ports, or set endpoint_policy.allow_any_port = true\); `+
+		`must not point to a loopback address \(add a prefix that covers it to endpoint_policy.allowed_prefixes\)$`, res.Message)
 	require.Empty(t, srv.Requests())
 }
 

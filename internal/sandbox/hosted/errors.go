@@ -70,7 +70,8 @@ func callError(ctx context.Context, vendor, op string, err error) error {
 	var t interface{ Timeout() bool }
 	switch {
 	case errors.Is(err, endpoint.ErrRefused):
-		e.Msg, e.kind = "the deployment's endpoint policy refuses this address", endpoint.ErrRefused
+		e.Msg, _ = endpoint.Refusal(err)
+		e.kind = endpoint.ErrRefused
 	case errors.As(err, &t) && t.Timeout():
 		e.Msg = "no answer in time"
 	case errors.As(err, &ce):

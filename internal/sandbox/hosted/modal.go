@@ -309,7 +309,8 @@ func (a modalAPI) rpcError(ctx context.Context, op string, err error) error {
 		refused := a.d.refused
 		a.d.mu.Unlock()
 		if refused != nil {
-			e.Msg, e.kind = "the deployment's endpoint policy refuses this address", endpoint.ErrRefused
+			e.Msg, _ = endpoint.Refusal(refused)
+			e.kind = endpoint.ErrRefused
 		} else {
 			e.Msg = "the vendor is unreachable"
 		}

@@ -169,7 +169,8 @@ func (c *Client) netError(ctx context.Context, err error) error {
 	var ne net.Error
 	switch {
 	case errors.Is(err, endpoint.ErrRefused):
-		return &Error{Message: fmt.Sprintf("the endpoint policy refused the call to %s", name), cause: endpoint.ErrRefused}
+		msg, _ := endpoint.Refusal(err)
+		return &Error{Message: fmt.Sprintf("the call to %s was %s", name, msg), cause: endpoint.ErrRefused}
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		return &Error{Message: fmt.Sprintf("%s did not answer in time", name), Retryable: true}
 	case errors.As(err, &ce):
