@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/gen/client"
+	"github.com/svcdev/svc/internal/apitest"
 	"github.com/svcdev/svc/internal/testfactory"
 )
 
@@ -61,16 +62,16 @@ func TestGetAndRevokeInvitation(t *testing.T) {
 	require.Equal(t, created.Invitation, *get.JSON200)
 	require.Equal(t, `"`+id+`:1"`, get.HTTPResponse.Header.Get("ETag"))
 
-	revoke := func(ifMatch *string) *client.RevokeInvitationResponse {
+	revoke := func(ifMatch string, edit ...client.RequestEditorFn) *client.RevokeInvitationResponse {
 		t.Helper()
-		resp, err := b.api.RevokeInvitationWithResponse(t.Context(), id, &client.RevokeInvitationParams{IfMatch: ifMatch})
+		resp, err := b.api.RevokeInvitationWithResponse(t.Context(), id, &client.RevokeInvitationParams{IfMatch: ifMatch}, edit...)
 		require.NoError(t, err)
 		return resp
 	}
-	require.Equal(t, http.StatusPreconditionRequired, revoke(nil).StatusCode())
-	require.Equal(t, http.StatusPreconditionFailed, revoke(ptr(`"`+id+`:7"`)).StatusCode())
+	require.Equal(t, http.StatusPreconditionRequired, revoke("", apitest.WithoutIfMatch).StatusCode())
+	require.Equal(t, http.StatusPreconditionFailed, revoke(`"`+id+`:7"`).StatusCode())
 
-	done := revoke(ptr(`"` + id + `:1"`))
+	done := revoke(`"` + id + `:1"`)
 	require.Equal(t, http.StatusOK, done.StatusCode())
 	require.False(t, done.JSON200.RevokedAt.IsNull())
 	require.True(t, done.JSON200.AcceptedAt.IsNull())
@@ -78,7 +79,7 @@ func TestGetAndRevokeInvitation(t *testing.T) {
 	require.Equal(t, `"`+id+`:2"`, done.HTTPResponse.Header.Get("ETag"))
 
 	// Revoking again changes nothing, even with the ETag the first revoke used.
-	again := revoke(ptr(id + ":1"))
+	again := revoke(id + ":1")
 	require.Equal(t, http.StatusOK, again.StatusCode())
 	require.Equal(t, *done.JSON200, *again.JSON200)
 	var audits int
@@ -93,7 +94,7 @@ func TestGetAndRevokeInvitation(t *testing.T) {
 	requireConfirmationSent(t, acc.StatusCode(), acc.Body)
 	status, _ := b.followLink(t, b.mailsTo(t, "grace@example.com")[0].Link)
 	require.Equal(t, http.StatusSeeOther, status)
-	resp, err := b.api.RevokeInvitationWithResponse(t.Context(), accepted.Invitation.Id, &client.RevokeInvitationParams{IfMatch: ptr("*")})
+	resp, err := b.api.RevokeInvitationWithResponse(t.Context(), accepted.Invitation.Id, &client.RevokeInvitationParams{IfMatch: "*"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusConflict, resp.StatusCode())
 	require.Equal(t, "conflict", decodeError(t, resp.Body).Code)
