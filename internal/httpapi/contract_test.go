@@ -20,6 +20,18 @@ func TestContractIsValid(t *testing.T) {
 	require.NoError(t, doc.Validate(t.Context()))
 }
 
+// TestFirstServerIsTheServingOrigin: the first server is relative, so that a
+// client (the API page among them) resolves it against the address it fetched
+// the document from, the installation itself; and kin-openapi's router, which
+// matches requests against the servers, then matches any host.
+func TestFirstServerIsTheServingOrigin(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load()
+	require.NoError(t, err)
+	require.NotEmpty(t, doc.Servers)
+	require.Equal(t, "/", doc.Servers[0].URL)
+}
+
 // TestEveryOperationDeclaresItsPermission keeps the permission model in one place:
 // each operation states x-svc-permission, and only operations that need no key
 // (security: []) may say "none".

@@ -158,11 +158,11 @@ func TestInvitationsAcrossTenants(t *testing.T) {
 		{"GetOrgInvitationAsWorkspaceAdmin", http.MethodGet, "/api/v1/invitations/" + ownOrgInv, nil, []string{"Authorization", "Bearer " + wsAdmin.Token}},
 		{"GetAbsent", http.MethodGet, "/api/v1/invitations/" + absent, nil, adminAuth},
 	}
-	for _, target := range []string{otherWS.JSON201.Invitation.Id, otherOrg.JSON201.Invitation.Id, sibInv.JSON201.Invitation.Id, absent} {
+	targets := []string{otherWS.JSON201.Invitation.Id, otherOrg.JSON201.Invitation.Id, sibInv.JSON201.Invitation.Id, absent}
+	for _, target := range targets {
 		path := "/api/v1/invitations/" + target + "/revoke"
 		cases = append(cases,
-			crossCase{"RevokeWithIfMatch " + target, http.MethodPost, path, nil, append([]string{"If-Match", `"` + target + `:1"`}, adminAuth...)},
-			crossCase{"RevokeWithoutIfMatch " + target, http.MethodPost, path, nil, adminAuth})
+			crossCase{"RevokeWithIfMatch " + target, http.MethodPost, path, nil, append([]string{"If-Match", `"` + target + `:1"`}, adminAuth...)})
 	}
 	cases = append(cases, crossCase{"RevokeOrgInvitationAsWorkspaceAdmin", http.MethodPost, "/api/v1/invitations/" + ownOrgInv + "/revoke", nil,
 		[]string{"Authorization", "Bearer " + wsAdmin.Token, "If-Match", "*"}})
@@ -172,6 +172,12 @@ func TestInvitationsAcrossTenants(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, resp.StatusCode, tc.name)
 		require.Empty(t, resp.Header.Get("ETag"), tc.name)
 		require.Equal(t, "not_found", readError(t, resp).Code, tc.name)
+	}
+	// Without If-Match, a revoke is refused before any invitation is looked up.
+	for _, target := range targets {
+		resp := b.h.Do(t, http.MethodPost, "/api/v1/invitations/"+target+"/revoke", nil, adminAuth...)
+		require.Equal(t, http.StatusPreconditionRequired, resp.StatusCode, target)
+		require.Equal(t, "precondition_required", readError(t, resp).Code, target)
 	}
 
 	// Nothing changed on the other side.

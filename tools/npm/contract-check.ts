@@ -24,6 +24,8 @@ export async function creates(): Promise<void> {
     body: { config: { model: "main", tools: {}, limits: {}, context: {}, tool_policy: {} } },
   });
   await api.POST("/api/v1/threads/{thread_id}/inputs", { params: { path: { thread_id: "th_x" } }, body: { content: "Hello" } });
+  // Query parameters with a default (limit) stay optional.
+  await api.GET("/api/v1/models");
 }
 
 // A change carries the ETag it was read with; without If-Match it does not compile.
