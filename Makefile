@@ -11,7 +11,7 @@ GOTOOL := go tool -modfile=tools/go.mod
 # sqlc's parser uses cgo.
 export CGO_ENABLED ?= 1
 
-.PHONY: all build static install check-deploy run test bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated check-history vet fmt services clean
+.PHONY: all build static install check-deploy run test bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated check-history lint-contract vet fmt services clean
 
 all: build
 
@@ -123,6 +123,12 @@ check-generated: generate
 ## or of documents outside the repository (CONTRIBUTING.md, "Comments and docs")
 check-history:
 	scripts/check-history.sh
+
+## lint-contract: lint openapi/openapi.yaml with Redocly CLI and Spectral (every warning
+## fatal), and type-check what openapi-typescript generates from it (needs Node.js and npm;
+## the pinned tools are installed under tools/npm by the script)
+lint-contract:
+	scripts/lint-contract.sh
 
 vet:
 	go vet ./...

@@ -1084,18 +1084,22 @@ type AgentConfigInput struct {
 	// their defaults; a stored configuration without it uses `summarize`.
 	Context *AgentContext `json:"context,omitempty"`
 
-	// Instructions System instructions; line breaks and tabs are the only control characters allowed.
+	// Instructions System instructions; line breaks and tabs are the only control characters allowed. Default: empty.
 	Instructions *string `json:"instructions,omitempty"`
 
 	// Limits Bounds of one run; members left out take their defaults.
-	Limits   *AgentLimitsInput `json:"limits,omitempty"`
+	Limits *AgentLimitsInput `json:"limits,omitempty"`
+
+	// Memories Memories the agent's runs read and write. Default: none.
 	Memories *[]AgentMemoryRef `json:"memories,omitempty"`
 
 	// Model The key of an enabled model of the workspace.
-	Model  string                `json:"model"`
+	Model string `json:"model"`
+
+	// Skills Skills the agent uses. Default: none.
 	Skills *[]AgentSkillRefInput `json:"skills,omitempty"`
 
-	// Subagents Agents of the workspace this agent may delegate to; not itself, none archived.
+	// Subagents Agents of the workspace this agent may delegate to; not itself, none archived. Default: none.
 	Subagents *[]AgentSubagentRef `json:"subagents,omitempty"`
 
 	// ToolPolicy Which tool calls need a person's approval (docs/decisions/0052-tool-approvals.md):
@@ -1131,10 +1135,11 @@ type AgentConnectionToolsInput struct {
 // by later steps and runs of the thread), `truncate` drops them. Members left out take
 // their defaults; a stored configuration without it uses `summarize`.
 type AgentContext struct {
+	// Strategy Default: summarize.
 	Strategy *AgentContextStrategy `json:"strategy,omitempty"`
 }
 
-// AgentContextStrategy defines model for AgentContext.Strategy.
+// AgentContextStrategy Default: summarize.
 type AgentContextStrategy string
 
 // AgentEnvironmentTools The environment template the agent's runs start their environment from; the
@@ -1146,13 +1151,13 @@ type AgentEnvironmentTools struct {
 
 // AgentLimitsInput Bounds of one run; members left out take their defaults.
 type AgentLimitsInput struct {
-	// MaxSteps Model calls per run.
+	// MaxSteps Model calls per run. Default: 100.
 	MaxSteps *int `json:"max_steps,omitempty"`
 
-	// MaxTokens Input plus output tokens per run.
+	// MaxTokens Input plus output tokens per run. Default: 1000000.
 	MaxTokens *int `json:"max_tokens,omitempty"`
 
-	// TimeoutSeconds Wall-clock time per run, from its first claim, across attempts: a model call or tool call still running when it is up is cut off and the run fails with `limit_exceeded`.
+	// TimeoutSeconds Wall-clock time per run, from its first claim, across attempts: a model call or tool call still running when it is up is cut off and the run fails with `limit_exceeded`. Default: 3600.
 	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
 }
 
@@ -1225,10 +1230,12 @@ type AgentSubagentRef struct {
 //
 // Example: {"approval_timeout_seconds":3600,"on_timeout":"deny","tools":{"GITHUB_DELETE_REPO":"deny","web_fetch":"allow"},"toolsets":{"environment":"ask"}}
 type AgentToolPolicyInput struct {
-	ApprovalTimeoutSeconds nullable.Nullable[int]         `json:"approval_timeout_seconds,omitempty"`
-	OnTimeout              *AgentToolPolicyInputOnTimeout `json:"on_timeout,omitempty"`
-	Tools                  *map[string]ToolDecision       `json:"tools,omitempty"`
-	Toolsets               *struct {
+	ApprovalTimeoutSeconds nullable.Nullable[int] `json:"approval_timeout_seconds,omitempty"`
+
+	// OnTimeout What an unanswered approval comes to. Default: deny.
+	OnTimeout *AgentToolPolicyInputOnTimeout `json:"on_timeout,omitempty"`
+	Tools     *map[string]ToolDecision       `json:"tools,omitempty"`
+	Toolsets  *struct {
 		Connection  *ToolDecision `json:"connection,omitempty"`
 		Environment *ToolDecision `json:"environment,omitempty"`
 		Memory      *ToolDecision `json:"memory,omitempty"`
@@ -1237,11 +1244,12 @@ type AgentToolPolicyInput struct {
 	} `json:"toolsets,omitempty"`
 }
 
-// AgentToolPolicyInputOnTimeout defines model for AgentToolPolicyInput.OnTimeout.
+// AgentToolPolicyInputOnTimeout What an unanswered approval comes to. Default: deny.
 type AgentToolPolicyInputOnTimeout string
 
 // AgentToolsInput defines model for AgentToolsInput.
 type AgentToolsInput struct {
+	// Connections Connections whose actions the agent may call. Default: none.
 	Connections *[]AgentConnectionToolsInput `json:"connections,omitempty"`
 
 	// Environment The environment template the agent's runs start their environment from; the
@@ -1602,7 +1610,9 @@ type CreateConnectionRequest struct {
 	// returned. Composio: `connected_account_id` (the connected account, `ca_…`, the
 	// connection acts as), which an authorization stores by itself.
 	Credential *ConnectionCredential `json:"credential,omitempty"`
-	Enabled    *bool                 `json:"enabled,omitempty"`
+
+	// Enabled A disabled connection refuses new use (409 `disabled`). Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// Name 1 to 200 characters, no control characters.
 	Name Name `json:"name"`
@@ -1620,12 +1630,18 @@ type CreateEnvironmentTemplateRequest struct {
 
 	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
 	Description *Description `json:"description,omitempty"`
-	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// Enabled A disabled template refuses new use. Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// EnvironmentProviderId An environment provider of the workspace.
-	EnvironmentProviderId string                         `json:"environment_provider_id"`
-	IdleDeleteSeconds     nullable.Nullable[IdleSeconds] `json:"idle_delete_seconds,omitempty"`
-	IdleStopSeconds       nullable.Nullable[IdleSeconds] `json:"idle_stop_seconds,omitempty"`
+	EnvironmentProviderId string `json:"environment_provider_id"`
+
+	// IdleDeleteSeconds An environment idle this long is deleted; null or left out never deletes it for idleness.
+	IdleDeleteSeconds nullable.Nullable[int] `json:"idle_delete_seconds,omitempty"`
+
+	// IdleStopSeconds An environment idle this long is stopped; null or left out never stops it for idleness.
+	IdleStopSeconds nullable.Nullable[int] `json:"idle_stop_seconds,omitempty"`
 
 	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
 	// printable characters (may be empty). Lists select on them with `label=key:value`.
@@ -1698,7 +1714,9 @@ type CreateModelRequest struct {
 	//
 	// Example: 128000
 	ContextWindow nullable.Nullable[ModelContextWindow] `json:"context_window,omitempty"`
-	Enabled       *bool                                 `json:"enabled,omitempty"`
+
+	// Enabled A disabled model refuses new use. Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// Key The model's identifier in its workspace; never changes.
 	//
@@ -1753,7 +1771,9 @@ type CreateSkillRequest struct {
 type CreateSubscriptionRequest struct {
 	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
 	Description *Description `json:"description,omitempty"`
-	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// Enabled A disabled subscription gets no deliveries. Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// EventTypes Example: ["run.succeeded","run.failed"]
 	EventTypes WebhookEventTypes `json:"event_types"`
@@ -1988,9 +2008,6 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
-
-// IdleSeconds defines model for IdleSeconds.
-type IdleSeconds = int
 
 // Input defines model for Input.
 type Input struct {
@@ -2307,11 +2324,11 @@ type PostInputRequest struct {
 	// Content The user's message: 1 to 100000 characters of UTF-8 text without NUL.
 	Content string `json:"content"`
 
-	// OnBusy What happens while a run of the thread is unfinished: wait for it, or 409.
+	// OnBusy What happens while a run of the thread is unfinished: wait for it, or 409. Default: enqueue.
 	OnBusy *PostInputRequestOnBusy `json:"on_busy,omitempty"`
 }
 
-// PostInputRequestOnBusy What happens while a run of the thread is unfinished: wait for it, or 409.
+// PostInputRequestOnBusy What happens while a run of the thread is unfinished: wait for it, or 409. Default: enqueue.
 type PostInputRequestOnBusy string
 
 // PostedInput defines model for PostedInput.
@@ -2460,15 +2477,19 @@ type PublishAgentRevisionRequest struct {
 	//
 	//
 	// Example: {"instructions":"You triage support tickets. Search the web for known outages before answering.","limits":{"max_steps":40,"max_tokens":200000,"timeout_seconds":900},"memories":[{"memory_id":"mem_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"model":"gpt-4.1-mini","skills":[{"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"revision_id":"rev_01jd5v6w1q3yb8j8y3tn9z2k7k","skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"subagents":[{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"tools":{"connections":[{"actions":["GITHUB_CREATE_ISSUE","GITHUB_LIST_ISSUES"],"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"environment":{"template_id":"et_01jd5v6w1q3yb8j8y3tn9z2k7h"},"web":{"operations":["search","fetch"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
-	Config      AgentConfigInput `json:"config"`
-	MakeDefault *bool            `json:"make_default,omitempty"`
+	Config AgentConfigInput `json:"config"`
+
+	// MakeDefault Make the new revision the agent's default. Default: true.
+	MakeDefault *bool `json:"make_default,omitempty"`
 }
 
 // PublishSkillRevisionRequest defines model for PublishSkillRevisionRequest.
 type PublishSkillRevisionRequest struct {
 	// Config Example: {"instructions":"Use this skill to fill in PDF forms: run scripts/fill.py with the form and a JSON of values.","metadata":{"license":"MIT","tags":["pdf","forms"]},"package":{"asset_id":"as_01jd5v6w1q3yb8j8y3tn9z2k7h"}}
-	Config      SkillConfigInput `json:"config"`
-	MakeDefault *bool            `json:"make_default,omitempty"`
+	Config SkillConfigInput `json:"config"`
+
+	// MakeDefault Make the new revision the skill's default. Default: true.
+	MakeDefault *bool `json:"make_default,omitempty"`
 }
 
 // Readiness defines model for Readiness.
@@ -2500,8 +2521,10 @@ type Run struct {
 	AttemptsUsed      int                          `json:"attempts_used"`
 	CancelRequestedAt nullable.Nullable[time.Time] `json:"cancel_requested_at"`
 	CreatedAt         time.Time                    `json:"created_at"`
-	Error             nullable.Nullable[RunError]  `json:"error"`
-	FinishedAt        nullable.Nullable[time.Time] `json:"finished_at"`
+
+	// Error Why the run failed or was cancelled; null while it has not.
+	Error      nullable.Nullable[RunError]  `json:"error"`
+	FinishedAt nullable.Nullable[time.Time] `json:"finished_at"`
 
 	// Id Example: run_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id string `json:"id"`
@@ -2528,7 +2551,7 @@ type Run struct {
 	Usage    RunUsage  `json:"usage"`
 }
 
-// RunError Why the run failed or was cancelled.
+// RunError Why the run failed or was cancelled; null while it has not.
 type RunError struct {
 	// Code `model_error`, `limit_exceeded`, `output_limit` (a model answer outgrew `limits.model_output_bytes`, `limits.tool_arguments_bytes` or its `max_output_tokens`), `attempts_exhausted`, `disabled`, `approval_timeout` (nobody decided on a tool call in time and the agent's `tool_policy.on_timeout` is `fail`), `unavailable`, `internal` or `cancelled`.
 	//
@@ -2549,8 +2572,10 @@ type RunStatus string
 
 // RunStatusEventData `run.status`: the run's new status; `attempt` is the attempt number while running.
 type RunStatusEventData struct {
-	Attempt nullable.Nullable[int]      `json:"attempt"`
-	Error   nullable.Nullable[RunError] `json:"error"`
+	Attempt nullable.Nullable[int] `json:"attempt"`
+
+	// Error Why the run failed or was cancelled; null while it has not.
+	Error nullable.Nullable[RunError] `json:"error"`
 
 	// Status `waiting`: the run holds no worker slot until a person decides on a tool call of it
 	// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
@@ -3298,14 +3323,26 @@ type CreateAgentParams struct {
 
 // UpdateAgentParams defines parameters for UpdateAgent.
 type UpdateAgentParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ArchiveAgentParams defines parameters for ArchiveAgent.
 type ArchiveAgentParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListAgentRevisionsParams defines parameters for ListAgentRevisions.
@@ -3335,8 +3372,14 @@ type PublishAgentRevisionParams struct {
 
 // UnarchiveAgentParams defines parameters for UnarchiveAgent.
 type UnarchiveAgentParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListAPIKeysParams defines parameters for ListAPIKeys.
@@ -3366,8 +3409,14 @@ type CreateAPIKeyParams struct {
 
 // RevokeAPIKeyParams defines parameters for RevokeAPIKey.
 type RevokeAPIKeyParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListAssetsParams defines parameters for ListAssets.
@@ -3400,8 +3449,14 @@ type UploadAssetParams struct {
 
 // RetireAssetParams defines parameters for RetireAsset.
 type RetireAssetParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // GetAssetContentParams defines parameters for GetAssetContent.
@@ -3467,8 +3522,14 @@ type CreateConnectionParams struct {
 
 // UpdateConnectionParams defines parameters for UpdateConnection.
 type UpdateConnectionParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // AuthorizeConnectionParams defines parameters for AuthorizeConnection.
@@ -3489,8 +3550,14 @@ type AuthorizeConnectionParams struct {
 
 // RevokeConnectionParams defines parameters for RevokeConnection.
 type RevokeConnectionParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListConnectorProvidersParams defines parameters for ListConnectorProviders.
@@ -3520,8 +3587,14 @@ type CreateConnectorProviderParams struct {
 
 // UpdateConnectorProviderParams defines parameters for UpdateConnectorProvider.
 type UpdateConnectorProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // RedeliverDeliveryParams defines parameters for RedeliverDelivery.
@@ -3567,8 +3640,14 @@ type CreateEnvironmentProviderParams struct {
 
 // UpdateEnvironmentProviderParams defines parameters for UpdateEnvironmentProvider.
 type UpdateEnvironmentProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListEnvironmentTemplatesParams defines parameters for ListEnvironmentTemplates.
@@ -3607,8 +3686,14 @@ type CreateEnvironmentTemplateParams struct {
 
 // UpdateEnvironmentTemplateParams defines parameters for UpdateEnvironmentTemplate.
 type UpdateEnvironmentTemplateParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListEnvironmentsParams defines parameters for ListEnvironments.
@@ -3625,14 +3710,26 @@ type ListEnvironmentsParams struct {
 
 // DeleteEnvironmentParams defines parameters for DeleteEnvironment.
 type DeleteEnvironmentParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // RevokeInvitationParams defines parameters for RevokeInvitation.
 type RevokeInvitationParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListMembersParams defines parameters for ListMembers.
@@ -3646,14 +3743,26 @@ type ListMembersParams struct {
 
 // RemoveMemberParams defines parameters for RemoveMember.
 type RemoveMemberParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // UpdateMemberParams defines parameters for UpdateMember.
 type UpdateMemberParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListMemoriesParams defines parameters for ListMemories.
@@ -3683,14 +3792,26 @@ type CreateMemoryParams struct {
 
 // DeleteMemoryParams defines parameters for DeleteMemory.
 type DeleteMemoryParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // UpdateMemoryParams defines parameters for UpdateMemory.
 type UpdateMemoryParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListMemoryRecordsParams defines parameters for ListMemoryRecords.
@@ -3732,8 +3853,14 @@ type CreateMemoryProviderParams struct {
 
 // UpdateMemoryProviderParams defines parameters for UpdateMemoryProvider.
 type UpdateMemoryProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListModelProvidersParams defines parameters for ListModelProviders.
@@ -3763,8 +3890,14 @@ type CreateModelProviderParams struct {
 
 // UpdateModelProviderParams defines parameters for UpdateModelProvider.
 type UpdateModelProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListModelsParams defines parameters for ListModels.
@@ -3794,8 +3927,14 @@ type CreateModelParams struct {
 
 // UpdateModelParams defines parameters for UpdateModel.
 type UpdateModelParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListOrganizationInvitationsParams defines parameters for ListOrganizationInvitations.
@@ -3929,14 +4068,26 @@ type CreateSkillParams struct {
 
 // UpdateSkillParams defines parameters for UpdateSkill.
 type UpdateSkillParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ArchiveSkillParams defines parameters for ArchiveSkill.
 type ArchiveSkillParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListSkillRevisionsParams defines parameters for ListSkillRevisions.
@@ -3966,8 +4117,14 @@ type PublishSkillRevisionParams struct {
 
 // UnarchiveSkillParams defines parameters for UnarchiveSkill.
 type UnarchiveSkillParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListSubscriptionsParams defines parameters for ListSubscriptions.
@@ -3997,14 +4154,26 @@ type CreateSubscriptionParams struct {
 
 // DeleteSubscriptionParams defines parameters for DeleteSubscription.
 type DeleteSubscriptionParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // UpdateSubscriptionParams defines parameters for UpdateSubscription.
 type UpdateSubscriptionParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListSubscriptionDeliveriesParams defines parameters for ListSubscriptionDeliveries.
@@ -4021,8 +4190,14 @@ type ListSubscriptionDeliveriesParams struct {
 
 // RotateSubscriptionSecretParams defines parameters for RotateSubscriptionSecret.
 type RotateSubscriptionSecretParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListThreadsParams defines parameters for ListThreads.
@@ -4123,8 +4298,14 @@ type CreateWebProviderParams struct {
 
 // UpdateWebProviderParams defines parameters for UpdateWebProvider.
 type UpdateWebProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListWorkspacesParams defines parameters for ListWorkspaces.
@@ -4154,8 +4335,14 @@ type CreateWorkspaceParams struct {
 
 // UpdateWorkspaceParams defines parameters for UpdateWorkspace.
 type UpdateWorkspaceParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListWorkspaceInvitationsParams defines parameters for ListWorkspaceInvitations.
@@ -4639,16 +4826,16 @@ type ServerInterface interface {
 	// ListEnvironmentProviders List the environment providers of the key's workspace
 	// (GET /api/v1/environment-providers)
 	ListEnvironmentProviders(ctx echo.Context, params ListEnvironmentProvidersParams) error
-	// CreateEnvironmentProvider Create a environment provider
+	// CreateEnvironmentProvider Create an environment provider
 	// (POST /api/v1/environment-providers)
 	CreateEnvironmentProvider(ctx echo.Context, params CreateEnvironmentProviderParams) error
-	// GetEnvironmentProvider Read a environment provider
+	// GetEnvironmentProvider Read an environment provider
 	// (GET /api/v1/environment-providers/{provider_id})
 	GetEnvironmentProvider(ctx echo.Context, providerId ProviderId) error
-	// UpdateEnvironmentProvider Change a environment provider
+	// UpdateEnvironmentProvider Change an environment provider
 	// (PATCH /api/v1/environment-providers/{provider_id})
 	UpdateEnvironmentProvider(ctx echo.Context, providerId ProviderId, params UpdateEnvironmentProviderParams) error
-	// TestEnvironmentProvider Test a environment provider
+	// TestEnvironmentProvider Test an environment provider
 	// (POST /api/v1/environment-providers/{provider_id}/test)
 	TestEnvironmentProvider(ctx echo.Context, providerId ProviderId) error
 	// ListEnvironmentTemplates List the environment templates of the key's workspace
@@ -5007,7 +5194,7 @@ func (w *ServerInterfaceWrapper) UpdateAgent(ctx echo.Context) error {
 	var params UpdateAgentParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -5015,12 +5202,14 @@ func (w *ServerInterfaceWrapper) UpdateAgent(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -5043,7 +5232,7 @@ func (w *ServerInterfaceWrapper) ArchiveAgent(ctx echo.Context) error {
 	var params ArchiveAgentParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -5051,12 +5240,14 @@ func (w *ServerInterfaceWrapper) ArchiveAgent(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -5171,7 +5362,7 @@ func (w *ServerInterfaceWrapper) UnarchiveAgent(ctx echo.Context) error {
 	var params UnarchiveAgentParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -5179,12 +5370,14 @@ func (w *ServerInterfaceWrapper) UnarchiveAgent(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -5261,7 +5454,7 @@ func (w *ServerInterfaceWrapper) RevokeAPIKey(ctx echo.Context) error {
 	var params RevokeAPIKeyParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -5269,12 +5462,14 @@ func (w *ServerInterfaceWrapper) RevokeAPIKey(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -5357,7 +5552,7 @@ func (w *ServerInterfaceWrapper) RetireAsset(ctx echo.Context) error {
 	var params RetireAssetParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -5365,12 +5560,14 @@ func (w *ServerInterfaceWrapper) RetireAsset(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -5621,7 +5818,7 @@ func (w *ServerInterfaceWrapper) UpdateConnection(ctx echo.Context) error {
 	var params UpdateConnectionParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -5629,12 +5826,14 @@ func (w *ServerInterfaceWrapper) UpdateConnection(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -5693,7 +5892,7 @@ func (w *ServerInterfaceWrapper) RevokeConnection(ctx echo.Context) error {
 	var params RevokeConnectionParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -5701,12 +5900,14 @@ func (w *ServerInterfaceWrapper) RevokeConnection(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -5799,7 +6000,7 @@ func (w *ServerInterfaceWrapper) UpdateConnectorProvider(ctx echo.Context) error
 	var params UpdateConnectorProviderParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -5807,12 +6008,14 @@ func (w *ServerInterfaceWrapper) UpdateConnectorProvider(ctx echo.Context) error
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -5973,7 +6176,7 @@ func (w *ServerInterfaceWrapper) UpdateEnvironmentProvider(ctx echo.Context) err
 	var params UpdateEnvironmentProviderParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -5981,12 +6184,14 @@ func (w *ServerInterfaceWrapper) UpdateEnvironmentProvider(ctx echo.Context) err
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6116,7 +6321,7 @@ func (w *ServerInterfaceWrapper) UpdateEnvironmentTemplate(ctx echo.Context) err
 	var params UpdateEnvironmentTemplateParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6124,12 +6329,14 @@ func (w *ServerInterfaceWrapper) UpdateEnvironmentTemplate(ctx echo.Context) err
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6184,7 +6391,7 @@ func (w *ServerInterfaceWrapper) DeleteEnvironment(ctx echo.Context) error {
 	var params DeleteEnvironmentParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6192,12 +6399,14 @@ func (w *ServerInterfaceWrapper) DeleteEnvironment(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6261,7 +6470,7 @@ func (w *ServerInterfaceWrapper) RevokeInvitation(ctx echo.Context) error {
 	var params RevokeInvitationParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6269,12 +6478,14 @@ func (w *ServerInterfaceWrapper) RevokeInvitation(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6331,7 +6542,7 @@ func (w *ServerInterfaceWrapper) RemoveMember(ctx echo.Context) error {
 	var params RemoveMemberParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6339,12 +6550,14 @@ func (w *ServerInterfaceWrapper) RemoveMember(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6367,7 +6580,7 @@ func (w *ServerInterfaceWrapper) UpdateMember(ctx echo.Context) error {
 	var params UpdateMemberParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6375,12 +6588,14 @@ func (w *ServerInterfaceWrapper) UpdateMember(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6457,7 +6672,7 @@ func (w *ServerInterfaceWrapper) DeleteMemory(ctx echo.Context) error {
 	var params DeleteMemoryParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6465,12 +6680,14 @@ func (w *ServerInterfaceWrapper) DeleteMemory(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6509,7 +6726,7 @@ func (w *ServerInterfaceWrapper) UpdateMemory(ctx echo.Context) error {
 	var params UpdateMemoryParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6517,12 +6734,14 @@ func (w *ServerInterfaceWrapper) UpdateMemory(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6678,7 +6897,7 @@ func (w *ServerInterfaceWrapper) UpdateMemoryProvider(ctx echo.Context) error {
 	var params UpdateMemoryProviderParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6686,12 +6905,14 @@ func (w *ServerInterfaceWrapper) UpdateMemoryProvider(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6800,7 +7021,7 @@ func (w *ServerInterfaceWrapper) UpdateModelProvider(ctx echo.Context) error {
 	var params UpdateModelProviderParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6808,12 +7029,14 @@ func (w *ServerInterfaceWrapper) UpdateModelProvider(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -6922,7 +7145,7 @@ func (w *ServerInterfaceWrapper) UpdateModel(ctx echo.Context) error {
 	var params UpdateModelParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -6930,12 +7153,14 @@ func (w *ServerInterfaceWrapper) UpdateModel(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -7335,7 +7560,7 @@ func (w *ServerInterfaceWrapper) UpdateSkill(ctx echo.Context) error {
 	var params UpdateSkillParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -7343,12 +7568,14 @@ func (w *ServerInterfaceWrapper) UpdateSkill(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -7371,7 +7598,7 @@ func (w *ServerInterfaceWrapper) ArchiveSkill(ctx echo.Context) error {
 	var params ArchiveSkillParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -7379,12 +7606,14 @@ func (w *ServerInterfaceWrapper) ArchiveSkill(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -7499,7 +7728,7 @@ func (w *ServerInterfaceWrapper) UnarchiveSkill(ctx echo.Context) error {
 	var params UnarchiveSkillParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -7507,12 +7736,14 @@ func (w *ServerInterfaceWrapper) UnarchiveSkill(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -7589,7 +7820,7 @@ func (w *ServerInterfaceWrapper) DeleteSubscription(ctx echo.Context) error {
 	var params DeleteSubscriptionParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -7597,12 +7828,14 @@ func (w *ServerInterfaceWrapper) DeleteSubscription(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -7641,7 +7874,7 @@ func (w *ServerInterfaceWrapper) UpdateSubscription(ctx echo.Context) error {
 	var params UpdateSubscriptionParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -7649,12 +7882,14 @@ func (w *ServerInterfaceWrapper) UpdateSubscription(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -7716,7 +7951,7 @@ func (w *ServerInterfaceWrapper) RotateSubscriptionSecret(ctx echo.Context) erro
 	var params RotateSubscriptionSecretParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -7724,12 +7959,14 @@ func (w *ServerInterfaceWrapper) RotateSubscriptionSecret(ctx echo.Context) erro
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -8041,7 +8278,7 @@ func (w *ServerInterfaceWrapper) UpdateWebProvider(ctx echo.Context) error {
 	var params UpdateWebProviderParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -8049,12 +8286,14 @@ func (w *ServerInterfaceWrapper) UpdateWebProvider(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -8163,7 +8402,7 @@ func (w *ServerInterfaceWrapper) UpdateWorkspace(ctx echo.Context) error {
 	var params UpdateWorkspaceParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -8171,12 +8410,14 @@ func (w *ServerInterfaceWrapper) UpdateWorkspace(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -11174,10 +11415,12 @@ type GetAssetContentResponseObject interface {
 }
 
 type GetAssetContent200ResponseHeaders struct {
-	AcceptRanges       *string
-	ContentDisposition *string
-	ContentLength      *int
-	ETag               *string
+	AcceptRanges        *string
+	CacheControl        *string
+	ContentDisposition  *string
+	ContentLength       *int
+	ETag                *string
+	XContentTypeOptions *string
 }
 
 type GetAssetContent200AsteriskResponse struct {
@@ -11196,6 +11439,9 @@ func (response GetAssetContent200AsteriskResponse) VisitGetAssetContentResponse(
 	if response.Headers.AcceptRanges != nil {
 		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
 	}
+	if response.Headers.CacheControl != nil {
+		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
+	}
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
@@ -11204,6 +11450,9 @@ func (response GetAssetContent200AsteriskResponse) VisitGetAssetContentResponse(
 	}
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
 	}
 	w.WriteHeader(200)
 
@@ -11215,11 +11464,13 @@ func (response GetAssetContent200AsteriskResponse) VisitGetAssetContentResponse(
 }
 
 type GetAssetContent206ResponseHeaders struct {
-	AcceptRanges       *string
-	ContentDisposition *string
-	ContentLength      *int
-	ContentRange       *string
-	ETag               *string
+	AcceptRanges        *string
+	CacheControl        *string
+	ContentDisposition  *string
+	ContentLength       *int
+	ContentRange        *string
+	ETag                *string
+	XContentTypeOptions *string
 }
 
 type GetAssetContent206AsteriskResponse struct {
@@ -11238,6 +11489,9 @@ func (response GetAssetContent206AsteriskResponse) VisitGetAssetContentResponse(
 	if response.Headers.AcceptRanges != nil {
 		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
 	}
+	if response.Headers.CacheControl != nil {
+		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
+	}
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
@@ -11249,6 +11503,9 @@ func (response GetAssetContent206AsteriskResponse) VisitGetAssetContentResponse(
 	}
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
 	}
 	w.WriteHeader(206)
 
@@ -28130,16 +28387,16 @@ type StrictServerInterface interface {
 	// ListEnvironmentProviders List the environment providers of the key's workspace
 	// (GET /api/v1/environment-providers)
 	ListEnvironmentProviders(ctx context.Context, request ListEnvironmentProvidersRequestObject) (ListEnvironmentProvidersResponseObject, error)
-	// CreateEnvironmentProvider Create a environment provider
+	// CreateEnvironmentProvider Create an environment provider
 	// (POST /api/v1/environment-providers)
 	CreateEnvironmentProvider(ctx context.Context, request CreateEnvironmentProviderRequestObject) (CreateEnvironmentProviderResponseObject, error)
-	// GetEnvironmentProvider Read a environment provider
+	// GetEnvironmentProvider Read an environment provider
 	// (GET /api/v1/environment-providers/{provider_id})
 	GetEnvironmentProvider(ctx context.Context, request GetEnvironmentProviderRequestObject) (GetEnvironmentProviderResponseObject, error)
-	// UpdateEnvironmentProvider Change a environment provider
+	// UpdateEnvironmentProvider Change an environment provider
 	// (PATCH /api/v1/environment-providers/{provider_id})
 	UpdateEnvironmentProvider(ctx context.Context, request UpdateEnvironmentProviderRequestObject) (UpdateEnvironmentProviderResponseObject, error)
-	// TestEnvironmentProvider Test a environment provider
+	// TestEnvironmentProvider Test an environment provider
 	// (POST /api/v1/environment-providers/{provider_id}/test)
 	TestEnvironmentProvider(ctx context.Context, request TestEnvironmentProviderRequestObject) (TestEnvironmentProviderResponseObject, error)
 	// ListEnvironmentTemplates List the environment templates of the key's workspace

@@ -1085,18 +1085,22 @@ type AgentConfigInput struct {
 	// their defaults; a stored configuration without it uses `summarize`.
 	Context *AgentContext `json:"context,omitempty"`
 
-	// Instructions System instructions; line breaks and tabs are the only control characters allowed.
+	// Instructions System instructions; line breaks and tabs are the only control characters allowed. Default: empty.
 	Instructions *string `json:"instructions,omitempty"`
 
 	// Limits Bounds of one run; members left out take their defaults.
-	Limits   *AgentLimitsInput `json:"limits,omitempty"`
+	Limits *AgentLimitsInput `json:"limits,omitempty"`
+
+	// Memories Memories the agent's runs read and write. Default: none.
 	Memories *[]AgentMemoryRef `json:"memories,omitempty"`
 
 	// Model The key of an enabled model of the workspace.
-	Model  string                `json:"model"`
+	Model string `json:"model"`
+
+	// Skills Skills the agent uses. Default: none.
 	Skills *[]AgentSkillRefInput `json:"skills,omitempty"`
 
-	// Subagents Agents of the workspace this agent may delegate to; not itself, none archived.
+	// Subagents Agents of the workspace this agent may delegate to; not itself, none archived. Default: none.
 	Subagents *[]AgentSubagentRef `json:"subagents,omitempty"`
 
 	// ToolPolicy Which tool calls need a person's approval (docs/decisions/0052-tool-approvals.md):
@@ -1132,10 +1136,11 @@ type AgentConnectionToolsInput struct {
 // by later steps and runs of the thread), `truncate` drops them. Members left out take
 // their defaults; a stored configuration without it uses `summarize`.
 type AgentContext struct {
+	// Strategy Default: summarize.
 	Strategy *AgentContextStrategy `json:"strategy,omitempty"`
 }
 
-// AgentContextStrategy defines model for AgentContext.Strategy.
+// AgentContextStrategy Default: summarize.
 type AgentContextStrategy string
 
 // AgentEnvironmentTools The environment template the agent's runs start their environment from; the
@@ -1147,13 +1152,13 @@ type AgentEnvironmentTools struct {
 
 // AgentLimitsInput Bounds of one run; members left out take their defaults.
 type AgentLimitsInput struct {
-	// MaxSteps Model calls per run.
+	// MaxSteps Model calls per run. Default: 100.
 	MaxSteps *int `json:"max_steps,omitempty"`
 
-	// MaxTokens Input plus output tokens per run.
+	// MaxTokens Input plus output tokens per run. Default: 1000000.
 	MaxTokens *int `json:"max_tokens,omitempty"`
 
-	// TimeoutSeconds Wall-clock time per run, from its first claim, across attempts: a model call or tool call still running when it is up is cut off and the run fails with `limit_exceeded`.
+	// TimeoutSeconds Wall-clock time per run, from its first claim, across attempts: a model call or tool call still running when it is up is cut off and the run fails with `limit_exceeded`. Default: 3600.
 	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
 }
 
@@ -1226,10 +1231,12 @@ type AgentSubagentRef struct {
 //
 // Example: {"approval_timeout_seconds":3600,"on_timeout":"deny","tools":{"GITHUB_DELETE_REPO":"deny","web_fetch":"allow"},"toolsets":{"environment":"ask"}}
 type AgentToolPolicyInput struct {
-	ApprovalTimeoutSeconds nullable.Nullable[int]         `json:"approval_timeout_seconds,omitempty"`
-	OnTimeout              *AgentToolPolicyInputOnTimeout `json:"on_timeout,omitempty"`
-	Tools                  *map[string]ToolDecision       `json:"tools,omitempty"`
-	Toolsets               *struct {
+	ApprovalTimeoutSeconds nullable.Nullable[int] `json:"approval_timeout_seconds,omitempty"`
+
+	// OnTimeout What an unanswered approval comes to. Default: deny.
+	OnTimeout *AgentToolPolicyInputOnTimeout `json:"on_timeout,omitempty"`
+	Tools     *map[string]ToolDecision       `json:"tools,omitempty"`
+	Toolsets  *struct {
 		Connection  *ToolDecision `json:"connection,omitempty"`
 		Environment *ToolDecision `json:"environment,omitempty"`
 		Memory      *ToolDecision `json:"memory,omitempty"`
@@ -1238,11 +1245,12 @@ type AgentToolPolicyInput struct {
 	} `json:"toolsets,omitempty"`
 }
 
-// AgentToolPolicyInputOnTimeout defines model for AgentToolPolicyInput.OnTimeout.
+// AgentToolPolicyInputOnTimeout What an unanswered approval comes to. Default: deny.
 type AgentToolPolicyInputOnTimeout string
 
 // AgentToolsInput defines model for AgentToolsInput.
 type AgentToolsInput struct {
+	// Connections Connections whose actions the agent may call. Default: none.
 	Connections *[]AgentConnectionToolsInput `json:"connections,omitempty"`
 
 	// Environment The environment template the agent's runs start their environment from; the
@@ -1603,7 +1611,9 @@ type CreateConnectionRequest struct {
 	// returned. Composio: `connected_account_id` (the connected account, `ca_…`, the
 	// connection acts as), which an authorization stores by itself.
 	Credential *ConnectionCredential `json:"credential,omitempty"`
-	Enabled    *bool                 `json:"enabled,omitempty"`
+
+	// Enabled A disabled connection refuses new use (409 `disabled`). Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// Name 1 to 200 characters, no control characters.
 	Name Name `json:"name"`
@@ -1621,12 +1631,18 @@ type CreateEnvironmentTemplateRequest struct {
 
 	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
 	Description *Description `json:"description,omitempty"`
-	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// Enabled A disabled template refuses new use. Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// EnvironmentProviderId An environment provider of the workspace.
-	EnvironmentProviderId string                         `json:"environment_provider_id"`
-	IdleDeleteSeconds     nullable.Nullable[IdleSeconds] `json:"idle_delete_seconds,omitempty"`
-	IdleStopSeconds       nullable.Nullable[IdleSeconds] `json:"idle_stop_seconds,omitempty"`
+	EnvironmentProviderId string `json:"environment_provider_id"`
+
+	// IdleDeleteSeconds An environment idle this long is deleted; null or left out never deletes it for idleness.
+	IdleDeleteSeconds nullable.Nullable[int] `json:"idle_delete_seconds,omitempty"`
+
+	// IdleStopSeconds An environment idle this long is stopped; null or left out never stops it for idleness.
+	IdleStopSeconds nullable.Nullable[int] `json:"idle_stop_seconds,omitempty"`
 
 	// Labels Up to 32 labels. Keys match `^[a-z0-9]([a-z0-9._/-]{0,62})$`; values are at most 63
 	// printable characters (may be empty). Lists select on them with `label=key:value`.
@@ -1699,7 +1715,9 @@ type CreateModelRequest struct {
 	//
 	// Example: 128000
 	ContextWindow nullable.Nullable[ModelContextWindow] `json:"context_window,omitempty"`
-	Enabled       *bool                                 `json:"enabled,omitempty"`
+
+	// Enabled A disabled model refuses new use. Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// Key The model's identifier in its workspace; never changes.
 	//
@@ -1754,7 +1772,9 @@ type CreateSkillRequest struct {
 type CreateSubscriptionRequest struct {
 	// Description At most 2000 characters; line breaks and tabs are the only control characters allowed.
 	Description *Description `json:"description,omitempty"`
-	Enabled     *bool        `json:"enabled,omitempty"`
+
+	// Enabled A disabled subscription gets no deliveries. Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// EventTypes Example: ["run.succeeded","run.failed"]
 	EventTypes WebhookEventTypes `json:"event_types"`
@@ -1989,9 +2009,6 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
-
-// IdleSeconds defines model for IdleSeconds.
-type IdleSeconds = int
 
 // Input defines model for Input.
 type Input struct {
@@ -2308,11 +2325,11 @@ type PostInputRequest struct {
 	// Content The user's message: 1 to 100000 characters of UTF-8 text without NUL.
 	Content string `json:"content"`
 
-	// OnBusy What happens while a run of the thread is unfinished: wait for it, or 409.
+	// OnBusy What happens while a run of the thread is unfinished: wait for it, or 409. Default: enqueue.
 	OnBusy *PostInputRequestOnBusy `json:"on_busy,omitempty"`
 }
 
-// PostInputRequestOnBusy What happens while a run of the thread is unfinished: wait for it, or 409.
+// PostInputRequestOnBusy What happens while a run of the thread is unfinished: wait for it, or 409. Default: enqueue.
 type PostInputRequestOnBusy string
 
 // PostedInput defines model for PostedInput.
@@ -2461,15 +2478,19 @@ type PublishAgentRevisionRequest struct {
 	//
 	//
 	// Example: {"instructions":"You triage support tickets. Search the web for known outages before answering.","limits":{"max_steps":40,"max_tokens":200000,"timeout_seconds":900},"memories":[{"memory_id":"mem_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"model":"gpt-4.1-mini","skills":[{"skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"revision_id":"rev_01jd5v6w1q3yb8j8y3tn9z2k7k","skill_id":"sk_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"subagents":[{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h"}],"tools":{"connections":[{"actions":["GITHUB_CREATE_ISSUE","GITHUB_LIST_ISSUES"],"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7h"},{"connection_id":"con_01jd5v6w1q3yb8j8y3tn9z2k7j"}],"environment":{"template_id":"et_01jd5v6w1q3yb8j8y3tn9z2k7h"},"web":{"operations":["search","fetch"],"provider_id":"prv_01jd5v6w1q3yb8j8y3tn9z2k7h"}}}
-	Config      AgentConfigInput `json:"config"`
-	MakeDefault *bool            `json:"make_default,omitempty"`
+	Config AgentConfigInput `json:"config"`
+
+	// MakeDefault Make the new revision the agent's default. Default: true.
+	MakeDefault *bool `json:"make_default,omitempty"`
 }
 
 // PublishSkillRevisionRequest defines model for PublishSkillRevisionRequest.
 type PublishSkillRevisionRequest struct {
 	// Config Example: {"instructions":"Use this skill to fill in PDF forms: run scripts/fill.py with the form and a JSON of values.","metadata":{"license":"MIT","tags":["pdf","forms"]},"package":{"asset_id":"as_01jd5v6w1q3yb8j8y3tn9z2k7h"}}
-	Config      SkillConfigInput `json:"config"`
-	MakeDefault *bool            `json:"make_default,omitempty"`
+	Config SkillConfigInput `json:"config"`
+
+	// MakeDefault Make the new revision the skill's default. Default: true.
+	MakeDefault *bool `json:"make_default,omitempty"`
 }
 
 // Readiness defines model for Readiness.
@@ -2501,8 +2522,10 @@ type Run struct {
 	AttemptsUsed      int                          `json:"attempts_used"`
 	CancelRequestedAt nullable.Nullable[time.Time] `json:"cancel_requested_at"`
 	CreatedAt         time.Time                    `json:"created_at"`
-	Error             nullable.Nullable[RunError]  `json:"error"`
-	FinishedAt        nullable.Nullable[time.Time] `json:"finished_at"`
+
+	// Error Why the run failed or was cancelled; null while it has not.
+	Error      nullable.Nullable[RunError]  `json:"error"`
+	FinishedAt nullable.Nullable[time.Time] `json:"finished_at"`
 
 	// Id Example: run_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id string `json:"id"`
@@ -2529,7 +2552,7 @@ type Run struct {
 	Usage    RunUsage  `json:"usage"`
 }
 
-// RunError Why the run failed or was cancelled.
+// RunError Why the run failed or was cancelled; null while it has not.
 type RunError struct {
 	// Code `model_error`, `limit_exceeded`, `output_limit` (a model answer outgrew `limits.model_output_bytes`, `limits.tool_arguments_bytes` or its `max_output_tokens`), `attempts_exhausted`, `disabled`, `approval_timeout` (nobody decided on a tool call in time and the agent's `tool_policy.on_timeout` is `fail`), `unavailable`, `internal` or `cancelled`.
 	//
@@ -2550,8 +2573,10 @@ type RunStatus string
 
 // RunStatusEventData `run.status`: the run's new status; `attempt` is the attempt number while running.
 type RunStatusEventData struct {
-	Attempt nullable.Nullable[int]      `json:"attempt"`
-	Error   nullable.Nullable[RunError] `json:"error"`
+	Attempt nullable.Nullable[int] `json:"attempt"`
+
+	// Error Why the run failed or was cancelled; null while it has not.
+	Error nullable.Nullable[RunError] `json:"error"`
 
 	// Status `waiting`: the run holds no worker slot until a person decides on a tool call of it
 	// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
@@ -3299,14 +3324,26 @@ type CreateAgentParams struct {
 
 // UpdateAgentParams defines parameters for UpdateAgent.
 type UpdateAgentParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ArchiveAgentParams defines parameters for ArchiveAgent.
 type ArchiveAgentParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListAgentRevisionsParams defines parameters for ListAgentRevisions.
@@ -3336,8 +3373,14 @@ type PublishAgentRevisionParams struct {
 
 // UnarchiveAgentParams defines parameters for UnarchiveAgent.
 type UnarchiveAgentParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListAPIKeysParams defines parameters for ListAPIKeys.
@@ -3367,8 +3410,14 @@ type CreateAPIKeyParams struct {
 
 // RevokeAPIKeyParams defines parameters for RevokeAPIKey.
 type RevokeAPIKeyParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListAssetsParams defines parameters for ListAssets.
@@ -3401,8 +3450,14 @@ type UploadAssetParams struct {
 
 // RetireAssetParams defines parameters for RetireAsset.
 type RetireAssetParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // GetAssetContentParams defines parameters for GetAssetContent.
@@ -3468,8 +3523,14 @@ type CreateConnectionParams struct {
 
 // UpdateConnectionParams defines parameters for UpdateConnection.
 type UpdateConnectionParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // AuthorizeConnectionParams defines parameters for AuthorizeConnection.
@@ -3490,8 +3551,14 @@ type AuthorizeConnectionParams struct {
 
 // RevokeConnectionParams defines parameters for RevokeConnection.
 type RevokeConnectionParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListConnectorProvidersParams defines parameters for ListConnectorProviders.
@@ -3521,8 +3588,14 @@ type CreateConnectorProviderParams struct {
 
 // UpdateConnectorProviderParams defines parameters for UpdateConnectorProvider.
 type UpdateConnectorProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // RedeliverDeliveryParams defines parameters for RedeliverDelivery.
@@ -3568,8 +3641,14 @@ type CreateEnvironmentProviderParams struct {
 
 // UpdateEnvironmentProviderParams defines parameters for UpdateEnvironmentProvider.
 type UpdateEnvironmentProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListEnvironmentTemplatesParams defines parameters for ListEnvironmentTemplates.
@@ -3608,8 +3687,14 @@ type CreateEnvironmentTemplateParams struct {
 
 // UpdateEnvironmentTemplateParams defines parameters for UpdateEnvironmentTemplate.
 type UpdateEnvironmentTemplateParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListEnvironmentsParams defines parameters for ListEnvironments.
@@ -3626,14 +3711,26 @@ type ListEnvironmentsParams struct {
 
 // DeleteEnvironmentParams defines parameters for DeleteEnvironment.
 type DeleteEnvironmentParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // RevokeInvitationParams defines parameters for RevokeInvitation.
 type RevokeInvitationParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListMembersParams defines parameters for ListMembers.
@@ -3647,14 +3744,26 @@ type ListMembersParams struct {
 
 // RemoveMemberParams defines parameters for RemoveMember.
 type RemoveMemberParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // UpdateMemberParams defines parameters for UpdateMember.
 type UpdateMemberParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListMemoriesParams defines parameters for ListMemories.
@@ -3684,14 +3793,26 @@ type CreateMemoryParams struct {
 
 // DeleteMemoryParams defines parameters for DeleteMemory.
 type DeleteMemoryParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // UpdateMemoryParams defines parameters for UpdateMemory.
 type UpdateMemoryParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListMemoryRecordsParams defines parameters for ListMemoryRecords.
@@ -3733,8 +3854,14 @@ type CreateMemoryProviderParams struct {
 
 // UpdateMemoryProviderParams defines parameters for UpdateMemoryProvider.
 type UpdateMemoryProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListModelProvidersParams defines parameters for ListModelProviders.
@@ -3764,8 +3891,14 @@ type CreateModelProviderParams struct {
 
 // UpdateModelProviderParams defines parameters for UpdateModelProvider.
 type UpdateModelProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListModelsParams defines parameters for ListModels.
@@ -3795,8 +3928,14 @@ type CreateModelParams struct {
 
 // UpdateModelParams defines parameters for UpdateModel.
 type UpdateModelParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListOrganizationInvitationsParams defines parameters for ListOrganizationInvitations.
@@ -3930,14 +4069,26 @@ type CreateSkillParams struct {
 
 // UpdateSkillParams defines parameters for UpdateSkill.
 type UpdateSkillParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ArchiveSkillParams defines parameters for ArchiveSkill.
 type ArchiveSkillParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListSkillRevisionsParams defines parameters for ListSkillRevisions.
@@ -3967,8 +4118,14 @@ type PublishSkillRevisionParams struct {
 
 // UnarchiveSkillParams defines parameters for UnarchiveSkill.
 type UnarchiveSkillParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListSubscriptionsParams defines parameters for ListSubscriptions.
@@ -3998,14 +4155,26 @@ type CreateSubscriptionParams struct {
 
 // DeleteSubscriptionParams defines parameters for DeleteSubscription.
 type DeleteSubscriptionParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // UpdateSubscriptionParams defines parameters for UpdateSubscription.
 type UpdateSubscriptionParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListSubscriptionDeliveriesParams defines parameters for ListSubscriptionDeliveries.
@@ -4022,8 +4191,14 @@ type ListSubscriptionDeliveriesParams struct {
 
 // RotateSubscriptionSecretParams defines parameters for RotateSubscriptionSecret.
 type RotateSubscriptionSecretParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListThreadsParams defines parameters for ListThreads.
@@ -4124,8 +4299,14 @@ type CreateWebProviderParams struct {
 
 // UpdateWebProviderParams defines parameters for UpdateWebProvider.
 type UpdateWebProviderParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListWorkspacesParams defines parameters for ListWorkspaces.
@@ -4155,8 +4336,14 @@ type CreateWorkspaceParams struct {
 
 // UpdateWorkspaceParams defines parameters for UpdateWorkspace.
 type UpdateWorkspaceParams struct {
-	// IfMatch The resource's current ETag, quoted or bare, or `*`. Required on changes (428 without it).
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	// IfMatch The resource's current ETag (from its last read or change), quoted or bare, or
+	// `*` for any version. A change without it (or with an empty one) is 428
+	// `precondition_required`, before the resource is looked up: an id of another
+	// workspace or of nothing is answered the same (400 `invalid_argument`, naming
+	// `If-Match` among the fields, when the request has other faults too). One that
+	// names an older version is 412 `precondition_failed`. A refused change changes
+	// nothing.
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListWorkspaceInvitationsParams defines parameters for ListWorkspaceInvitations.
@@ -4616,7 +4803,7 @@ type ClientInterface interface {
 	// ListAgents List the agents of the key's workspace
 	//
 	// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
-	// at most 8; a agent matches when it carries every selected label), `q` (a
+	// at most 8; an agent matches when it carries every selected label), `q` (a
 	// case-insensitive substring of the name or the description) and `archived` (`true`:
 	// archived agents only, `false`: active ones only; left out: both).
 	//
@@ -4650,6 +4837,11 @@ type ClientInterface interface {
 	CreateAgent(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAgent Read an agent
+	//
+	// An agent's head: name, description, labels, default revision, newest revision
+	// number and archived state, with its `ETag` for `If-Match`. The configuration is in
+	// its revisions (`GET /api/v1/agents/{agent_id}/revisions/{revision_id}`). Archived
+	// agents stay readable. Needs `read`. An agent of another workspace is 404.
 	//
 	// Corresponds with GET /api/v1/agents/{agent_id} (the `GetAgent` operationId).
 	GetAgent(ctx context.Context, agentId AgentId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4691,6 +4883,11 @@ type ClientInterface interface {
 	ArchiveAgent(ctx context.Context, agentId AgentId, params *ArchiveAgentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAgentRevisions List an agent's revisions, newest (highest number) first
+	//
+	// Every revision of the agent, newest (highest number) first, each with its
+	// normalized configuration and `content_hash`; revisions never change. Archived
+	// agents' revisions are listed too. Needs `read`. An agent of another workspace, or
+	// none, is 404.
 	//
 	// Corresponds with GET /api/v1/agents/{agent_id}/revisions (the `ListAgentRevisions` operationId).
 	ListAgentRevisions(ctx context.Context, agentId AgentId, params *ListAgentRevisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4751,6 +4948,10 @@ type ClientInterface interface {
 
 	// ListAPIKeys List the API keys of the key's workspace
 	//
+	// Every API key of the key's workspace, of every member, newest first:
+	// expired and revoked keys too (`expires_at`, `revoked_at`). Shows each key's
+	// `prefix` and role, never its token. Needs `admin`.
+	//
 	// Corresponds with GET /api/v1/api-keys (the `ListAPIKeys` operationId).
 	ListAPIKeys(ctx context.Context, params *ListAPIKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4810,7 +5011,7 @@ type ClientInterface interface {
 
 	// RetireAsset Retire an asset
 	//
-	// Retires the asset (SPEC 3.2): it stays listed and its content stays readable for
+	// Retires the asset: it stays listed and its content stays readable for
 	// history, but nothing can newly refer to it (409 `conflict`). Retiring a retired
 	// asset changes nothing and answers 204 again.
 	//
@@ -4818,6 +5019,11 @@ type ClientInterface interface {
 	RetireAsset(ctx context.Context, assetId AssetId, params *RetireAssetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAsset Read an asset's metadata
+	//
+	// An asset's metadata (name, media type, size, SHA-256, retirement), with its
+	// `ETag` for `If-Match`; retired assets stay readable. The content is at
+	// `GET /api/v1/assets/{asset_id}/content`. Needs `read`. An asset of another
+	// workspace is 404.
 	//
 	// Corresponds with GET /api/v1/assets/{asset_id} (the `GetAsset` operationId).
 	GetAsset(ctx context.Context, assetId AssetId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4855,6 +5061,10 @@ type ClientInterface interface {
 
 	// ListConnections List the connections of the key's workspace
 	//
+	// The connections of the key's workspace, newest first, disabled ones included.
+	// `config` and `account` are shown; the credential never is (`credential_configured`
+	// says whether one is stored). Needs `read`.
+	//
 	// Corresponds with GET /api/v1/connections (the `ListConnections` operationId).
 	ListConnections(ctx context.Context, params *ListConnectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4889,6 +5099,10 @@ type ClientInterface interface {
 	CreateConnection(ctx context.Context, params *CreateConnectionParams, body CreateConnectionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetConnection Read a connection
+	//
+	// A connection of the key's workspace, with its `ETag` for `If-Match`. The
+	// credential is never shown (`credential_configured` says whether one is stored; an
+	// authorization stores it). Needs `read`. A connection of another workspace is 404.
 	//
 	// Corresponds with GET /api/v1/connections/{connection_id} (the `GetConnection` operationId).
 	GetConnection(ctx context.Context, connectionId ConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4950,6 +5164,10 @@ type ClientInterface interface {
 
 	// ListConnectorProviders List the connector providers of the key's workspace
 	//
+	// The connector providers of the key's workspace, newest first, disabled ones
+	// included. `config` is shown; the credential never is (`credential_configured` says
+	// whether one is stored). Needs `read`.
+	//
 	// Corresponds with GET /api/v1/connector-providers (the `ListConnectorProviders` operationId).
 	ListConnectorProviders(ctx context.Context, params *ListConnectorProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4976,6 +5194,10 @@ type ClientInterface interface {
 	CreateConnectorProvider(ctx context.Context, params *CreateConnectorProviderParams, body CreateConnectorProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetConnectorProvider Read a connector provider
+	//
+	// A connector provider of the key's workspace, with its `ETag` for `If-Match`.
+	// The credential is never shown. Needs `read`. An id of another workspace, or of a
+	// provider of another kind, is 404.
 	//
 	// Corresponds with GET /api/v1/connector-providers/{provider_id} (the `GetConnectorProvider` operationId).
 	GetConnectorProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5036,10 +5258,14 @@ type ClientInterface interface {
 
 	// ListEnvironmentProviders List the environment providers of the key's workspace
 	//
+	// The environment providers of the key's workspace, newest first, disabled ones
+	// included. `config` is shown; the credential never is (`credential_configured` says
+	// whether one is stored). Needs `read`.
+	//
 	// Corresponds with GET /api/v1/environment-providers (the `ListEnvironmentProviders` operationId).
 	ListEnvironmentProviders(ctx context.Context, params *ListEnvironmentProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateEnvironmentProviderWithBody Create a environment provider
+	// CreateEnvironmentProviderWithBody Create an environment provider
 	//
 	// `type` must be an installed environment provider type (`GET /api/v1/provider-types/environment`);
 	// `config` and `credential` are validated by its schemas, and every URL in `config`
@@ -5050,7 +5276,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/environment-providers (the `CreateEnvironmentProvider` operationId).
 	CreateEnvironmentProviderWithBody(ctx context.Context, params *CreateEnvironmentProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateEnvironmentProvider Create a environment provider
+	// CreateEnvironmentProvider Create an environment provider
 	//
 	// `type` must be an installed environment provider type (`GET /api/v1/provider-types/environment`);
 	// `config` and `credential` are validated by its schemas, and every URL in `config`
@@ -5061,12 +5287,16 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/environment-providers (the `CreateEnvironmentProvider` operationId).
 	CreateEnvironmentProvider(ctx context.Context, params *CreateEnvironmentProviderParams, body CreateEnvironmentProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetEnvironmentProvider Read a environment provider
+	// GetEnvironmentProvider Read an environment provider
+	//
+	// An environment provider of the key's workspace, with its `ETag` for
+	// `If-Match`. The credential is never shown. Needs `read`. An id of another
+	// workspace, or of a provider of another kind, is 404.
 	//
 	// Corresponds with GET /api/v1/environment-providers/{provider_id} (the `GetEnvironmentProvider` operationId).
 	GetEnvironmentProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateEnvironmentProviderWithBody Change a environment provider
+	// UpdateEnvironmentProviderWithBody Change an environment provider
 	//
 	// Members left out keep their values. `credential`: a value
 	// replaces, `null` removes. A change of `config` while a credential is
@@ -5078,7 +5308,7 @@ type ClientInterface interface {
 	// Corresponds with PATCH /api/v1/environment-providers/{provider_id} (the `UpdateEnvironmentProvider` operationId).
 	UpdateEnvironmentProviderWithBody(ctx context.Context, providerId ProviderId, params *UpdateEnvironmentProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateEnvironmentProvider Change a environment provider
+	// UpdateEnvironmentProvider Change an environment provider
 	//
 	// Members left out keep their values. `credential`: a value
 	// replaces, `null` removes. A change of `config` while a credential is
@@ -5090,7 +5320,7 @@ type ClientInterface interface {
 	// Corresponds with PATCH /api/v1/environment-providers/{provider_id} (the `UpdateEnvironmentProvider` operationId).
 	UpdateEnvironmentProvider(ctx context.Context, providerId ProviderId, params *UpdateEnvironmentProviderParams, body UpdateEnvironmentProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TestEnvironmentProvider Test a environment provider
+	// TestEnvironmentProvider Test an environment provider
 	//
 	// Sends one inexpensive probe with the stored configuration and credential, bounded by
 	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
@@ -5144,6 +5374,10 @@ type ClientInterface interface {
 
 	// GetEnvironmentTemplate Read an environment template
 	//
+	// An environment template of the key's workspace, with its `ETag` for
+	// `If-Match`; disabled templates stay readable. Needs `read`. A template of another
+	// workspace is 404.
+	//
 	// Corresponds with GET /api/v1/environment-templates/{environment_template_id} (the `GetEnvironmentTemplate` operationId).
 	GetEnvironmentTemplate(ctx context.Context, environmentTemplateId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -5193,6 +5427,10 @@ type ClientInterface interface {
 	DeleteEnvironment(ctx context.Context, environmentId string, params *DeleteEnvironmentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetEnvironment Read an environment
+	//
+	// An environment of the key's workspace in its current status, with its `ETag`
+	// for `If-Match`; deleted environments stay readable as history. Needs `read`. An
+	// environment of another workspace is 404.
 	//
 	// Corresponds with GET /api/v1/environments/{environment_id} (the `GetEnvironment` operationId).
 	GetEnvironment(ctx context.Context, environmentId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5268,6 +5506,10 @@ type ClientInterface interface {
 
 	// ListMembers List the members of the key's workspace
 	//
+	// The principals of the key's workspace with their workspace roles, newest
+	// first: people (with their address) and service principals (`email` null).
+	// Needs `read` (every role).
+	//
 	// Corresponds with GET /api/v1/members (the `ListMembers` operationId).
 	ListMembers(ctx context.Context, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -5303,6 +5545,10 @@ type ClientInterface interface {
 	UpdateMember(ctx context.Context, principalId PrincipalId, params *UpdateMemberParams, body UpdateMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListMemories List the memories of the key's workspace
+	//
+	// The memories of the key's workspace, newest first, builtin and record ones
+	// alike. Needs `read`. A memory's records are listed with
+	// `GET /api/v1/memories/{memory_id}/records`.
 	//
 	// Corresponds with GET /api/v1/memories (the `ListMemories` operationId).
 	ListMemories(ctx context.Context, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5345,6 +5591,9 @@ type ClientInterface interface {
 	DeleteMemory(ctx context.Context, memoryId string, params *DeleteMemoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMemory Read a memory
+	//
+	// A memory of the key's workspace, with its `ETag` for `If-Match`. Needs `read`.
+	// A memory of another workspace is 404.
 	//
 	// Corresponds with GET /api/v1/memories/{memory_id} (the `GetMemory` operationId).
 	GetMemory(ctx context.Context, memoryId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5393,6 +5642,10 @@ type ClientInterface interface {
 
 	// ListMemoryProviders List the memory providers of the key's workspace
 	//
+	// The memory providers of the key's workspace, newest first, disabled ones
+	// included. `config` is shown; the credential never is (`credential_configured` says
+	// whether one is stored). Needs `read`.
+	//
 	// Corresponds with GET /api/v1/memory-providers (the `ListMemoryProviders` operationId).
 	ListMemoryProviders(ctx context.Context, params *ListMemoryProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -5419,6 +5672,10 @@ type ClientInterface interface {
 	CreateMemoryProvider(ctx context.Context, params *CreateMemoryProviderParams, body CreateMemoryProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMemoryProvider Read a memory provider
+	//
+	// A memory provider of the key's workspace, with its `ETag` for `If-Match`. The
+	// credential is never shown. Needs `read`. An id of another workspace, or of a
+	// provider of another kind, is 404.
 	//
 	// Corresponds with GET /api/v1/memory-providers/{provider_id} (the `GetMemoryProvider` operationId).
 	GetMemoryProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5459,6 +5716,10 @@ type ClientInterface interface {
 
 	// ListModelProviders List the model providers of the key's workspace
 	//
+	// The model providers of the key's workspace, newest first, disabled ones
+	// included. `config` is shown; the credential never is (`credential_configured` says
+	// whether one is stored) and of extra headers only the names. Needs `read`.
+	//
 	// Corresponds with GET /api/v1/model-providers (the `ListModelProviders` operationId).
 	ListModelProviders(ctx context.Context, params *ListModelProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -5485,6 +5746,10 @@ type ClientInterface interface {
 	CreateModelProvider(ctx context.Context, params *CreateModelProviderParams, body CreateModelProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetModelProvider Read a model provider
+	//
+	// A model provider of the key's workspace, with its `ETag` for `If-Match`. The
+	// credential is never shown, and of extra headers only the names. Needs `read`. An id
+	// of another workspace, or of a provider of another kind, is 404.
 	//
 	// Corresponds with GET /api/v1/model-providers/{provider_id} (the `GetModelProvider` operationId).
 	GetModelProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5525,6 +5790,9 @@ type ClientInterface interface {
 
 	// ListModels List the models of the key's workspace
 	//
+	// The models of the key's workspace, newest first, disabled ones included: each
+	// key with the provider, API and vendor model it stands for. Needs `read`.
+	//
 	// Corresponds with GET /api/v1/models (the `ListModels` operationId).
 	ListModels(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -5556,6 +5824,10 @@ type ClientInterface interface {
 
 	// GetModel Read a model
 	//
+	// A model of the key's workspace by its key, with its `ETag`
+	// (`"<key>:<version>"`) for `If-Match`. Needs `read`. A key no model of the
+	// workspace has, or a string that is not a valid key, is 404.
+	//
 	// Corresponds with GET /api/v1/models/{key} (the `GetModel` operationId).
 	GetModel(ctx context.Context, key ModelKeyPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -5585,10 +5857,18 @@ type ClientInterface interface {
 
 	// GetOpenAPIDocument This document, as JSON
 	//
+	// The OpenAPI 3.0 document this server implements: it validates every API
+	// request against it, and generated clients (the Go client, TypeScript types) are
+	// made from it. Needs no API key; every caller gets the same bytes.
+	//
 	// Corresponds with GET /api/v1/openapi.json (the `GetOpenAPIDocument` operationId).
 	GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOrganizationInvitations List an organization's invitations
+	//
+	// The organization's own invitations (to the organization, not to its
+	// workspaces), newest first, whatever their state. Needs `organization_admin`. The
+	// organization must be the one the key's workspace belongs to; any other id is 404.
 	//
 	// Corresponds with GET /api/v1/organizations/{organization_id}/invitations (the `ListOrganizationInvitations` operationId).
 	ListOrganizationInvitations(ctx context.Context, organizationId OrganizationId, params *ListOrganizationInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5664,6 +5944,11 @@ type ClientInterface interface {
 	StartRun(ctx context.Context, params *StartRunParams, body StartRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRun Read a run
+	//
+	// A run of the key's workspace: its status, attempts, usage, pinned revision,
+	// model and skill revisions, and `error` once it failed or was cancelled. Runs are
+	// not versioned, so there is no `ETag`. Needs `read`. A run of another workspace is
+	// 404.
 	//
 	// Corresponds with GET /api/v1/runs/{run_id} (the `GetRun` operationId).
 	GetRun(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5757,6 +6042,11 @@ type ClientInterface interface {
 
 	// GetSkill Read a skill
 	//
+	// A skill's head: name, description, labels, default revision, newest revision
+	// number and archived state, with its `ETag` for `If-Match`. The configuration is in
+	// its revisions (`GET /api/v1/skills/{skill_id}/revisions/{revision_id}`). Archived
+	// skills stay readable. Needs `read`. A skill of another workspace is 404.
+	//
 	// Corresponds with GET /api/v1/skills/{skill_id} (the `GetSkill` operationId).
 	GetSkill(ctx context.Context, skillId SkillId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -5797,6 +6087,11 @@ type ClientInterface interface {
 	ArchiveSkill(ctx context.Context, skillId SkillId, params *ArchiveSkillParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSkillRevisions List a skill's revisions, newest (highest number) first
+	//
+	// Every revision of the skill, newest (highest number) first, each with its
+	// normalized configuration and `content_hash`; revisions never change. Archived
+	// skills' revisions are listed too. Needs `read`. A skill of another workspace, or
+	// none, is 404.
 	//
 	// Corresponds with GET /api/v1/skills/{skill_id}/revisions (the `ListSkillRevisions` operationId).
 	ListSkillRevisions(ctx context.Context, skillId SkillId, params *ListSkillRevisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5976,6 +6271,10 @@ type ClientInterface interface {
 
 	// GetThread Read a thread
 	//
+	// A thread of the key's workspace: its agent and pinned revision, metadata,
+	// status, unfinished run and last event's sequence number. Threads are not
+	// versioned, so there is no `ETag`. Needs `read`. A thread of another workspace is 404.
+	//
 	// Corresponds with GET /api/v1/threads/{thread_id} (the `GetThread` operationId).
 	GetThread(ctx context.Context, threadId ThreadId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -6050,6 +6349,10 @@ type ClientInterface interface {
 
 	// ListWebProviders List the web providers of the key's workspace
 	//
+	// The web providers of the key's workspace, newest first, disabled ones included.
+	// `config` is shown; the credential never is (`credential_configured` says whether
+	// one is stored). Needs `read`.
+	//
 	// Corresponds with GET /api/v1/web-providers (the `ListWebProviders` operationId).
 	ListWebProviders(ctx context.Context, params *ListWebProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -6076,6 +6379,10 @@ type ClientInterface interface {
 	CreateWebProvider(ctx context.Context, params *CreateWebProviderParams, body CreateWebProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWebProvider Read a web provider
+	//
+	// A web provider of the key's workspace, with its `ETag` for `If-Match`. The
+	// credential is never shown. Needs `read`. An id of another workspace, or of a
+	// provider of another kind, is 404.
 	//
 	// Corresponds with GET /api/v1/web-providers/{provider_id} (the `GetWebProvider` operationId).
 	GetWebProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6116,6 +6423,10 @@ type ClientInterface interface {
 
 	// ListWorkspaces List the workspaces of the key's organization
 	//
+	// Every workspace of the organization the API key's workspace belongs to,
+	// newest first. Needs `organization_admin`: the key's principal is owner or admin of
+	// that organization (403 `permission_denied` otherwise).
+	//
 	// Corresponds with GET /api/v1/workspaces (the `ListWorkspaces` operationId).
 	ListWorkspaces(ctx context.Context, params *ListWorkspacesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -6139,10 +6450,19 @@ type ClientInterface interface {
 
 	// GetWorkspace Read a workspace of the key's organization
 	//
+	// A workspace of the key's organization, with its `ETag` for `If-Match`. Needs
+	// `organization_admin`. A workspace of another organization, or none, is 404.
+	//
 	// Corresponds with GET /api/v1/workspaces/{workspace_id} (the `GetWorkspace` operationId).
 	GetWorkspace(ctx context.Context, workspaceId WorkspaceId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkspaceWithBody Rename a workspace
+	//
+	// Renames a workspace of the key's organization; a name left out keeps the
+	// current one, and a change to nothing keeps the version. Needs `organization_admin`
+	// and the workspace's current `ETag` in `If-Match` (missing: 428
+	// `precondition_required`; stale: 412 `precondition_failed`). A workspace of another
+	// organization is 404.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6151,12 +6471,23 @@ type ClientInterface interface {
 
 	// UpdateWorkspace Rename a workspace
 	//
+	// Renames a workspace of the key's organization; a name left out keeps the
+	// current one, and a change to nothing keeps the version. Needs `organization_admin`
+	// and the workspace's current `ETag` in `If-Match` (missing: 428
+	// `precondition_required`; stale: 412 `precondition_failed`). A workspace of another
+	// organization is 404.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /api/v1/workspaces/{workspace_id} (the `UpdateWorkspace` operationId).
 	UpdateWorkspace(ctx context.Context, workspaceId WorkspaceId, params *UpdateWorkspaceParams, body UpdateWorkspaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWorkspaceInvitations List a workspace's invitations
+	//
+	// The invitations to the workspace, newest first, whatever their state
+	// (pending, accepted, revoked or expired: see `accepted_at`, `revoked_at` and
+	// `expires_at`). Needs `admin`. The workspace must be the key's workspace; any
+	// other id is 404.
 	//
 	// Corresponds with GET /api/v1/workspaces/{workspace_id}/invitations (the `ListWorkspaceInvitations` operationId).
 	ListWorkspaceInvitations(ctx context.Context, workspaceId WorkspaceId, params *ListWorkspaceInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6204,7 +6535,7 @@ type ClientInterface interface {
 // ListAgents List the agents of the key's workspace
 //
 // Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
-// at most 8; a agent matches when it carries every selected label), `q` (a
+// at most 8; an agent matches when it carries every selected label), `q` (a
 // case-insensitive substring of the name or the description) and `archived` (`true`:
 // archived agents only, `false`: active ones only; left out: both).
 //
@@ -6268,6 +6599,11 @@ func (c *Client) CreateAgent(ctx context.Context, params *CreateAgentParams, bod
 }
 
 // GetAgent Read an agent
+//
+// An agent's head: name, description, labels, default revision, newest revision
+// number and archived state, with its `ETag` for `If-Match`. The configuration is in
+// its revisions (`GET /api/v1/agents/{agent_id}/revisions/{revision_id}`). Archived
+// agents stay readable. Needs `read`. An agent of another workspace is 404.
 //
 // Corresponds with GET /api/v1/agents/{agent_id} (the `GetAgent` operationId).
 func (c *Client) GetAgent(ctx context.Context, agentId AgentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6349,6 +6685,11 @@ func (c *Client) ArchiveAgent(ctx context.Context, agentId AgentId, params *Arch
 }
 
 // ListAgentRevisions List an agent's revisions, newest (highest number) first
+//
+// Every revision of the agent, newest (highest number) first, each with its
+// normalized configuration and `content_hash`; revisions never change. Archived
+// agents' revisions are listed too. Needs `read`. An agent of another workspace, or
+// none, is 404.
 //
 // Corresponds with GET /api/v1/agents/{agent_id}/revisions (the `ListAgentRevisions` operationId).
 func (c *Client) ListAgentRevisions(ctx context.Context, agentId AgentId, params *ListAgentRevisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6458,6 +6799,10 @@ func (c *Client) UnarchiveAgent(ctx context.Context, agentId AgentId, params *Un
 }
 
 // ListAPIKeys List the API keys of the key's workspace
+//
+// Every API key of the key's workspace, of every member, newest first:
+// expired and revoked keys too (`expires_at`, `revoked_at`). Shows each key's
+// `prefix` and role, never its token. Needs `admin`.
 //
 // Corresponds with GET /api/v1/api-keys (the `ListAPIKeys` operationId).
 func (c *Client) ListAPIKeys(ctx context.Context, params *ListAPIKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6578,7 +6923,7 @@ func (c *Client) UploadAssetWithBody(ctx context.Context, params *UploadAssetPar
 
 // RetireAsset Retire an asset
 //
-// Retires the asset (SPEC 3.2): it stays listed and its content stays readable for
+// Retires the asset: it stays listed and its content stays readable for
 // history, but nothing can newly refer to it (409 `conflict`). Retiring a retired
 // asset changes nothing and answers 204 again.
 //
@@ -6596,6 +6941,11 @@ func (c *Client) RetireAsset(ctx context.Context, assetId AssetId, params *Retir
 }
 
 // GetAsset Read an asset's metadata
+//
+// An asset's metadata (name, media type, size, SHA-256, retirement), with its
+// `ETag` for `If-Match`; retired assets stay readable. The content is at
+// `GET /api/v1/assets/{asset_id}/content`. Needs `read`. An asset of another
+// workspace is 404.
 //
 // Corresponds with GET /api/v1/assets/{asset_id} (the `GetAsset` operationId).
 func (c *Client) GetAsset(ctx context.Context, assetId AssetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6673,6 +7023,10 @@ func (c *Client) GetConnectionOperation(ctx context.Context, operationId Connect
 
 // ListConnections List the connections of the key's workspace
 //
+// The connections of the key's workspace, newest first, disabled ones included.
+// `config` and `account` are shown; the credential never is (`credential_configured`
+// says whether one is stored). Needs `read`.
+//
 // Corresponds with GET /api/v1/connections (the `ListConnections` operationId).
 func (c *Client) ListConnections(ctx context.Context, params *ListConnectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListConnectionsRequest(c.Server, params)
@@ -6737,6 +7091,10 @@ func (c *Client) CreateConnection(ctx context.Context, params *CreateConnectionP
 }
 
 // GetConnection Read a connection
+//
+// A connection of the key's workspace, with its `ETag` for `If-Match`. The
+// credential is never shown (`credential_configured` says whether one is stored; an
+// authorization stores it). Needs `read`. A connection of another workspace is 404.
 //
 // Corresponds with GET /api/v1/connections/{connection_id} (the `GetConnection` operationId).
 func (c *Client) GetConnection(ctx context.Context, connectionId ConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6848,6 +7206,10 @@ func (c *Client) RevokeConnection(ctx context.Context, connectionId ConnectionId
 
 // ListConnectorProviders List the connector providers of the key's workspace
 //
+// The connector providers of the key's workspace, newest first, disabled ones
+// included. `config` is shown; the credential never is (`credential_configured` says
+// whether one is stored). Needs `read`.
+//
 // Corresponds with GET /api/v1/connector-providers (the `ListConnectorProviders` operationId).
 func (c *Client) ListConnectorProviders(ctx context.Context, params *ListConnectorProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListConnectorProvidersRequest(c.Server, params)
@@ -6904,6 +7266,10 @@ func (c *Client) CreateConnectorProvider(ctx context.Context, params *CreateConn
 }
 
 // GetConnectorProvider Read a connector provider
+//
+// A connector provider of the key's workspace, with its `ETag` for `If-Match`.
+// The credential is never shown. Needs `read`. An id of another workspace, or of a
+// provider of another kind, is 404.
 //
 // Corresponds with GET /api/v1/connector-providers/{provider_id} (the `GetConnectorProvider` operationId).
 func (c *Client) GetConnectorProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7024,6 +7390,10 @@ func (c *Client) RedeliverDelivery(ctx context.Context, deliveryId DeliveryId, p
 
 // ListEnvironmentProviders List the environment providers of the key's workspace
 //
+// The environment providers of the key's workspace, newest first, disabled ones
+// included. `config` is shown; the credential never is (`credential_configured` says
+// whether one is stored). Needs `read`.
+//
 // Corresponds with GET /api/v1/environment-providers (the `ListEnvironmentProviders` operationId).
 func (c *Client) ListEnvironmentProviders(ctx context.Context, params *ListEnvironmentProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListEnvironmentProvidersRequest(c.Server, params)
@@ -7037,7 +7407,7 @@ func (c *Client) ListEnvironmentProviders(ctx context.Context, params *ListEnvir
 	return c.Client.Do(req)
 }
 
-// CreateEnvironmentProviderWithBody Create a environment provider
+// CreateEnvironmentProviderWithBody Create an environment provider
 //
 // `type` must be an installed environment provider type (`GET /api/v1/provider-types/environment`);
 // `config` and `credential` are validated by its schemas, and every URL in `config`
@@ -7058,7 +7428,7 @@ func (c *Client) CreateEnvironmentProviderWithBody(ctx context.Context, params *
 	return c.Client.Do(req)
 }
 
-// CreateEnvironmentProvider Create a environment provider
+// CreateEnvironmentProvider Create an environment provider
 //
 // `type` must be an installed environment provider type (`GET /api/v1/provider-types/environment`);
 // `config` and `credential` are validated by its schemas, and every URL in `config`
@@ -7079,7 +7449,11 @@ func (c *Client) CreateEnvironmentProvider(ctx context.Context, params *CreateEn
 	return c.Client.Do(req)
 }
 
-// GetEnvironmentProvider Read a environment provider
+// GetEnvironmentProvider Read an environment provider
+//
+// An environment provider of the key's workspace, with its `ETag` for
+// `If-Match`. The credential is never shown. Needs `read`. An id of another
+// workspace, or of a provider of another kind, is 404.
 //
 // Corresponds with GET /api/v1/environment-providers/{provider_id} (the `GetEnvironmentProvider` operationId).
 func (c *Client) GetEnvironmentProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7094,7 +7468,7 @@ func (c *Client) GetEnvironmentProvider(ctx context.Context, providerId Provider
 	return c.Client.Do(req)
 }
 
-// UpdateEnvironmentProviderWithBody Change a environment provider
+// UpdateEnvironmentProviderWithBody Change an environment provider
 //
 // Members left out keep their values. `credential`: a value
 // replaces, `null` removes. A change of `config` while a credential is
@@ -7116,7 +7490,7 @@ func (c *Client) UpdateEnvironmentProviderWithBody(ctx context.Context, provider
 	return c.Client.Do(req)
 }
 
-// UpdateEnvironmentProvider Change a environment provider
+// UpdateEnvironmentProvider Change an environment provider
 //
 // Members left out keep their values. `credential`: a value
 // replaces, `null` removes. A change of `config` while a credential is
@@ -7138,7 +7512,7 @@ func (c *Client) UpdateEnvironmentProvider(ctx context.Context, providerId Provi
 	return c.Client.Do(req)
 }
 
-// TestEnvironmentProvider Test a environment provider
+// TestEnvironmentProvider Test an environment provider
 //
 // Sends one inexpensive probe with the stored configuration and credential, bounded by
 // `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
@@ -7231,6 +7605,10 @@ func (c *Client) CreateEnvironmentTemplate(ctx context.Context, params *CreateEn
 }
 
 // GetEnvironmentTemplate Read an environment template
+//
+// An environment template of the key's workspace, with its `ETag` for
+// `If-Match`; disabled templates stay readable. Needs `read`. A template of another
+// workspace is 404.
 //
 // Corresponds with GET /api/v1/environment-templates/{environment_template_id} (the `GetEnvironmentTemplate` operationId).
 func (c *Client) GetEnvironmentTemplate(ctx context.Context, environmentTemplateId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7331,6 +7709,10 @@ func (c *Client) DeleteEnvironment(ctx context.Context, environmentId string, pa
 }
 
 // GetEnvironment Read an environment
+//
+// An environment of the key's workspace in its current status, with its `ETag`
+// for `If-Match`; deleted environments stay readable as history. Needs `read`. An
+// environment of another workspace is 404.
 //
 // Corresponds with GET /api/v1/environments/{environment_id} (the `GetEnvironment` operationId).
 func (c *Client) GetEnvironment(ctx context.Context, environmentId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7466,6 +7848,10 @@ func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*htt
 
 // ListMembers List the members of the key's workspace
 //
+// The principals of the key's workspace with their workspace roles, newest
+// first: people (with their address) and service principals (`email` null).
+// Needs `read` (every role).
+//
 // Corresponds with GET /api/v1/members (the `ListMembers` operationId).
 func (c *Client) ListMembers(ctx context.Context, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListMembersRequest(c.Server, params)
@@ -7541,6 +7927,10 @@ func (c *Client) UpdateMember(ctx context.Context, principalId PrincipalId, para
 }
 
 // ListMemories List the memories of the key's workspace
+//
+// The memories of the key's workspace, newest first, builtin and record ones
+// alike. Needs `read`. A memory's records are listed with
+// `GET /api/v1/memories/{memory_id}/records`.
 //
 // Corresponds with GET /api/v1/memories (the `ListMemories` operationId).
 func (c *Client) ListMemories(ctx context.Context, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7623,6 +8013,9 @@ func (c *Client) DeleteMemory(ctx context.Context, memoryId string, params *Dele
 }
 
 // GetMemory Read a memory
+//
+// A memory of the key's workspace, with its `ETag` for `If-Match`. Needs `read`.
+// A memory of another workspace is 404.
 //
 // Corresponds with GET /api/v1/memories/{memory_id} (the `GetMemory` operationId).
 func (c *Client) GetMemory(ctx context.Context, memoryId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7721,6 +8114,10 @@ func (c *Client) GetMemoryRecord(ctx context.Context, memoryId string, recordId 
 
 // ListMemoryProviders List the memory providers of the key's workspace
 //
+// The memory providers of the key's workspace, newest first, disabled ones
+// included. `config` is shown; the credential never is (`credential_configured` says
+// whether one is stored). Needs `read`.
+//
 // Corresponds with GET /api/v1/memory-providers (the `ListMemoryProviders` operationId).
 func (c *Client) ListMemoryProviders(ctx context.Context, params *ListMemoryProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListMemoryProvidersRequest(c.Server, params)
@@ -7777,6 +8174,10 @@ func (c *Client) CreateMemoryProvider(ctx context.Context, params *CreateMemoryP
 }
 
 // GetMemoryProvider Read a memory provider
+//
+// A memory provider of the key's workspace, with its `ETag` for `If-Match`. The
+// credential is never shown. Needs `read`. An id of another workspace, or of a
+// provider of another kind, is 404.
 //
 // Corresponds with GET /api/v1/memory-providers/{provider_id} (the `GetMemoryProvider` operationId).
 func (c *Client) GetMemoryProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7857,6 +8258,10 @@ func (c *Client) TestMemoryProvider(ctx context.Context, providerId ProviderId, 
 
 // ListModelProviders List the model providers of the key's workspace
 //
+// The model providers of the key's workspace, newest first, disabled ones
+// included. `config` is shown; the credential never is (`credential_configured` says
+// whether one is stored) and of extra headers only the names. Needs `read`.
+//
 // Corresponds with GET /api/v1/model-providers (the `ListModelProviders` operationId).
 func (c *Client) ListModelProviders(ctx context.Context, params *ListModelProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListModelProvidersRequest(c.Server, params)
@@ -7913,6 +8318,10 @@ func (c *Client) CreateModelProvider(ctx context.Context, params *CreateModelPro
 }
 
 // GetModelProvider Read a model provider
+//
+// A model provider of the key's workspace, with its `ETag` for `If-Match`. The
+// credential is never shown, and of extra headers only the names. Needs `read`. An id
+// of another workspace, or of a provider of another kind, is 404.
 //
 // Corresponds with GET /api/v1/model-providers/{provider_id} (the `GetModelProvider` operationId).
 func (c *Client) GetModelProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7993,6 +8402,9 @@ func (c *Client) TestModelProvider(ctx context.Context, providerId ProviderId, r
 
 // ListModels List the models of the key's workspace
 //
+// The models of the key's workspace, newest first, disabled ones included: each
+// key with the provider, API and vendor model it stands for. Needs `read`.
+//
 // Corresponds with GET /api/v1/models (the `ListModels` operationId).
 func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListModelsRequest(c.Server, params)
@@ -8054,6 +8466,10 @@ func (c *Client) CreateModel(ctx context.Context, params *CreateModelParams, bod
 
 // GetModel Read a model
 //
+// A model of the key's workspace by its key, with its `ETag`
+// (`"<key>:<version>"`) for `If-Match`. Needs `read`. A key no model of the
+// workspace has, or a string that is not a valid key, is 404.
+//
 // Corresponds with GET /api/v1/models/{key} (the `GetModel` operationId).
 func (c *Client) GetModel(ctx context.Context, key ModelKeyPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetModelRequest(c.Server, key)
@@ -8113,6 +8529,10 @@ func (c *Client) UpdateModel(ctx context.Context, key ModelKeyPath, params *Upda
 
 // GetOpenAPIDocument This document, as JSON
 //
+// The OpenAPI 3.0 document this server implements: it validates every API
+// request against it, and generated clients (the Go client, TypeScript types) are
+// made from it. Needs no API key; every caller gets the same bytes.
+//
 // Corresponds with GET /api/v1/openapi.json (the `GetOpenAPIDocument` operationId).
 func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIDocumentRequest(c.Server)
@@ -8127,6 +8547,10 @@ func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEd
 }
 
 // ListOrganizationInvitations List an organization's invitations
+//
+// The organization's own invitations (to the organization, not to its
+// workspaces), newest first, whatever their state. Needs `organization_admin`. The
+// organization must be the one the key's workspace belongs to; any other id is 404.
 //
 // Corresponds with GET /api/v1/organizations/{organization_id}/invitations (the `ListOrganizationInvitations` operationId).
 func (c *Client) ListOrganizationInvitations(ctx context.Context, organizationId OrganizationId, params *ListOrganizationInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8272,6 +8696,11 @@ func (c *Client) StartRun(ctx context.Context, params *StartRunParams, body Star
 }
 
 // GetRun Read a run
+//
+// A run of the key's workspace: its status, attempts, usage, pinned revision,
+// model and skill revisions, and `error` once it failed or was cancelled. Runs are
+// not versioned, so there is no `ETag`. Needs `read`. A run of another workspace is
+// 404.
 //
 // Corresponds with GET /api/v1/runs/{run_id} (the `GetRun` operationId).
 func (c *Client) GetRun(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8455,6 +8884,11 @@ func (c *Client) CreateSkill(ctx context.Context, params *CreateSkillParams, bod
 
 // GetSkill Read a skill
 //
+// A skill's head: name, description, labels, default revision, newest revision
+// number and archived state, with its `ETag` for `If-Match`. The configuration is in
+// its revisions (`GET /api/v1/skills/{skill_id}/revisions/{revision_id}`). Archived
+// skills stay readable. Needs `read`. A skill of another workspace is 404.
+//
 // Corresponds with GET /api/v1/skills/{skill_id} (the `GetSkill` operationId).
 func (c *Client) GetSkill(ctx context.Context, skillId SkillId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSkillRequest(c.Server, skillId)
@@ -8535,6 +8969,11 @@ func (c *Client) ArchiveSkill(ctx context.Context, skillId SkillId, params *Arch
 }
 
 // ListSkillRevisions List a skill's revisions, newest (highest number) first
+//
+// Every revision of the skill, newest (highest number) first, each with its
+// normalized configuration and `content_hash`; revisions never change. Archived
+// skills' revisions are listed too. Needs `read`. A skill of another workspace, or
+// none, is 404.
 //
 // Corresponds with GET /api/v1/skills/{skill_id}/revisions (the `ListSkillRevisions` operationId).
 func (c *Client) ListSkillRevisions(ctx context.Context, skillId SkillId, params *ListSkillRevisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8884,6 +9323,10 @@ func (c *Client) CreateThread(ctx context.Context, params *CreateThreadParams, b
 
 // GetThread Read a thread
 //
+// A thread of the key's workspace: its agent and pinned revision, metadata,
+// status, unfinished run and last event's sequence number. Threads are not
+// versioned, so there is no `ETag`. Needs `read`. A thread of another workspace is 404.
+//
 // Corresponds with GET /api/v1/threads/{thread_id} (the `GetThread` operationId).
 func (c *Client) GetThread(ctx context.Context, threadId ThreadId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetThreadRequest(c.Server, threadId)
@@ -9018,6 +9461,10 @@ func (c *Client) StreamThread(ctx context.Context, threadId ThreadId, params *St
 
 // ListWebProviders List the web providers of the key's workspace
 //
+// The web providers of the key's workspace, newest first, disabled ones included.
+// `config` is shown; the credential never is (`credential_configured` says whether
+// one is stored). Needs `read`.
+//
 // Corresponds with GET /api/v1/web-providers (the `ListWebProviders` operationId).
 func (c *Client) ListWebProviders(ctx context.Context, params *ListWebProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListWebProvidersRequest(c.Server, params)
@@ -9074,6 +9521,10 @@ func (c *Client) CreateWebProvider(ctx context.Context, params *CreateWebProvide
 }
 
 // GetWebProvider Read a web provider
+//
+// A web provider of the key's workspace, with its `ETag` for `If-Match`. The
+// credential is never shown. Needs `read`. An id of another workspace, or of a
+// provider of another kind, is 404.
 //
 // Corresponds with GET /api/v1/web-providers/{provider_id} (the `GetWebProvider` operationId).
 func (c *Client) GetWebProvider(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9154,6 +9605,10 @@ func (c *Client) TestWebProvider(ctx context.Context, providerId ProviderId, req
 
 // ListWorkspaces List the workspaces of the key's organization
 //
+// Every workspace of the organization the API key's workspace belongs to,
+// newest first. Needs `organization_admin`: the key's principal is owner or admin of
+// that organization (403 `permission_denied` otherwise).
+//
 // Corresponds with GET /api/v1/workspaces (the `ListWorkspaces` operationId).
 func (c *Client) ListWorkspaces(ctx context.Context, params *ListWorkspacesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListWorkspacesRequest(c.Server, params)
@@ -9207,6 +9662,9 @@ func (c *Client) CreateWorkspace(ctx context.Context, params *CreateWorkspacePar
 
 // GetWorkspace Read a workspace of the key's organization
 //
+// A workspace of the key's organization, with its `ETag` for `If-Match`. Needs
+// `organization_admin`. A workspace of another organization, or none, is 404.
+//
 // Corresponds with GET /api/v1/workspaces/{workspace_id} (the `GetWorkspace` operationId).
 func (c *Client) GetWorkspace(ctx context.Context, workspaceId WorkspaceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetWorkspaceRequest(c.Server, workspaceId)
@@ -9221,6 +9679,12 @@ func (c *Client) GetWorkspace(ctx context.Context, workspaceId WorkspaceId, reqE
 }
 
 // UpdateWorkspaceWithBody Rename a workspace
+//
+// Renames a workspace of the key's organization; a name left out keeps the
+// current one, and a change to nothing keeps the version. Needs `organization_admin`
+// and the workspace's current `ETag` in `If-Match` (missing: 428
+// `precondition_required`; stale: 412 `precondition_failed`). A workspace of another
+// organization is 404.
 //
 // Takes any type of body and a specified content type.
 //
@@ -9239,6 +9703,12 @@ func (c *Client) UpdateWorkspaceWithBody(ctx context.Context, workspaceId Worksp
 
 // UpdateWorkspace Rename a workspace
 //
+// Renames a workspace of the key's organization; a name left out keeps the
+// current one, and a change to nothing keeps the version. Needs `organization_admin`
+// and the workspace's current `ETag` in `If-Match` (missing: 428
+// `precondition_required`; stale: 412 `precondition_failed`). A workspace of another
+// organization is 404.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /api/v1/workspaces/{workspace_id} (the `UpdateWorkspace` operationId).
@@ -9255,6 +9725,11 @@ func (c *Client) UpdateWorkspace(ctx context.Context, workspaceId WorkspaceId, p
 }
 
 // ListWorkspaceInvitations List a workspace's invitations
+//
+// The invitations to the workspace, newest first, whatever their state
+// (pending, accepted, revoked or expired: see `accepted_at`, `revoked_at` and
+// `expires_at`). Needs `admin`. The workspace must be the key's workspace; any
+// other id is 404.
 //
 // Corresponds with GET /api/v1/workspaces/{workspace_id}/invitations (the `ListWorkspaceInvitations` operationId).
 func (c *Client) ListWorkspaceInvitations(ctx context.Context, workspaceId WorkspaceId, params *ListWorkspaceInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9585,16 +10060,14 @@ func NewUpdateAgentRequestWithBody(server string, agentId AgentId, params *Updat
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -9634,16 +10107,14 @@ func NewArchiveAgentRequest(server string, agentId AgentId, params *ArchiveAgent
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -9859,16 +10330,14 @@ func NewUnarchiveAgentRequest(server string, agentId AgentId, params *UnarchiveA
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -10029,16 +10498,14 @@ func NewRevokeAPIKeyRequest(server string, apiKeyId APIKeyId, params *RevokeAPIK
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -10211,16 +10678,14 @@ func NewRetireAssetRequest(server string, assetId AssetId, params *RetireAssetPa
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -10693,16 +11158,14 @@ func NewUpdateConnectionRequestWithBody(server string, connectionId ConnectionId
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -10791,16 +11254,14 @@ func NewRevokeConnectionRequest(server string, connectionId ConnectionId, params
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -11008,16 +11469,14 @@ func NewUpdateConnectorProviderRequestWithBody(server string, providerId Provide
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -11342,16 +11801,14 @@ func NewUpdateEnvironmentProviderRequestWithBody(server string, providerId Provi
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -11629,16 +12086,14 @@ func NewUpdateEnvironmentTemplateRequestWithBody(server string, environmentTempl
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -11756,16 +12211,14 @@ func NewDeleteEnvironmentRequest(server string, environmentId string, params *De
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -11913,16 +12366,14 @@ func NewRevokeInvitationRequest(server string, invitationId InvitationId, params
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -12055,16 +12506,14 @@ func NewRemoveMemberRequest(server string, principalId PrincipalId, params *Remo
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -12117,16 +12566,14 @@ func NewUpdateMemberRequestWithBody(server string, principalId PrincipalId, para
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -12287,16 +12734,14 @@ func NewDeleteMemoryRequest(server string, memoryId string, params *DeleteMemory
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -12383,16 +12828,14 @@ func NewUpdateMemoryRequestWithBody(server string, memoryId string, params *Upda
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -12726,16 +13169,14 @@ func NewUpdateMemoryProviderRequestWithBody(server string, providerId ProviderId
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -12977,16 +13418,14 @@ func NewUpdateModelProviderRequestWithBody(server string, providerId ProviderId,
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -13228,16 +13667,14 @@ func NewUpdateModelRequestWithBody(server string, key ModelKeyPath, params *Upda
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -14059,16 +14496,14 @@ func NewUpdateSkillRequestWithBody(server string, skillId SkillId, params *Updat
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -14108,16 +14543,14 @@ func NewArchiveSkillRequest(server string, skillId SkillId, params *ArchiveSkill
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -14333,16 +14766,14 @@ func NewUnarchiveSkillRequest(server string, skillId SkillId, params *UnarchiveS
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -14503,16 +14934,14 @@ func NewDeleteSubscriptionRequest(server string, subscriptionId string, params *
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -14599,16 +15028,14 @@ func NewUpdateSubscriptionRequestWithBody(server string, subscriptionId string, 
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -14733,16 +15160,14 @@ func NewRotateSubscriptionSecretRequest(server string, subscriptionId string, pa
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -15401,16 +15826,14 @@ func NewUpdateWebProviderRequestWithBody(server string, providerId ProviderId, p
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -15652,16 +16075,14 @@ func NewUpdateWorkspaceRequestWithBody(server string, workspaceId WorkspaceId, p
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -15904,7 +16325,7 @@ type ClientWithResponsesInterface interface {
 	// ListAgentsWithResponse List the agents of the key's workspace
 	//
 	// Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
-	// at most 8; a agent matches when it carries every selected label), `q` (a
+	// at most 8; an agent matches when it carries every selected label), `q` (a
 	// case-insensitive substring of the name or the description) and `archived` (`true`:
 	// archived agents only, `false`: active ones only; left out: both).
 	//
@@ -15940,6 +16361,11 @@ type ClientWithResponsesInterface interface {
 	CreateAgentWithResponse(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
 
 	// GetAgentWithResponse Read an agent
+	//
+	// An agent's head: name, description, labels, default revision, newest revision
+	// number and archived state, with its `ETag` for `If-Match`. The configuration is in
+	// its revisions (`GET /api/v1/agents/{agent_id}/revisions/{revision_id}`). Archived
+	// agents stay readable. Needs `read`. An agent of another workspace is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15985,6 +16411,11 @@ type ClientWithResponsesInterface interface {
 	ArchiveAgentWithResponse(ctx context.Context, agentId AgentId, params *ArchiveAgentParams, reqEditors ...RequestEditorFn) (*ArchiveAgentResponse, error)
 
 	// ListAgentRevisionsWithResponse List an agent's revisions, newest (highest number) first
+	//
+	// Every revision of the agent, newest (highest number) first, each with its
+	// normalized configuration and `content_hash`; revisions never change. Archived
+	// agents' revisions are listed too. Needs `read`. An agent of another workspace, or
+	// none, is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16051,6 +16482,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListAPIKeysWithResponse List the API keys of the key's workspace
 	//
+	// Every API key of the key's workspace, of every member, newest first:
+	// expired and revoked keys too (`expires_at`, `revoked_at`). Shows each key's
+	// `prefix` and role, never its token. Needs `admin`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/api-keys (the `ListAPIKeys` operationId).
@@ -16116,7 +16551,7 @@ type ClientWithResponsesInterface interface {
 
 	// RetireAssetWithResponse Retire an asset
 	//
-	// Retires the asset (SPEC 3.2): it stays listed and its content stays readable for
+	// Retires the asset: it stays listed and its content stays readable for
 	// history, but nothing can newly refer to it (409 `conflict`). Retiring a retired
 	// asset changes nothing and answers 204 again.
 	//
@@ -16126,6 +16561,11 @@ type ClientWithResponsesInterface interface {
 	RetireAssetWithResponse(ctx context.Context, assetId AssetId, params *RetireAssetParams, reqEditors ...RequestEditorFn) (*RetireAssetResponse, error)
 
 	// GetAssetWithResponse Read an asset's metadata
+	//
+	// An asset's metadata (name, media type, size, SHA-256, retirement), with its
+	// `ETag` for `If-Match`; retired assets stay readable. The content is at
+	// `GET /api/v1/assets/{asset_id}/content`. Needs `read`. An asset of another
+	// workspace is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16171,6 +16611,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListConnectionsWithResponse List the connections of the key's workspace
 	//
+	// The connections of the key's workspace, newest first, disabled ones included.
+	// `config` and `account` are shown; the credential never is (`credential_configured`
+	// says whether one is stored). Needs `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/connections (the `ListConnections` operationId).
@@ -16207,6 +16651,10 @@ type ClientWithResponsesInterface interface {
 	CreateConnectionWithResponse(ctx context.Context, params *CreateConnectionParams, body CreateConnectionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConnectionResponse, error)
 
 	// GetConnectionWithResponse Read a connection
+	//
+	// A connection of the key's workspace, with its `ETag` for `If-Match`. The
+	// credential is never shown (`credential_configured` says whether one is stored; an
+	// authorization stores it). Needs `read`. A connection of another workspace is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16274,6 +16722,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListConnectorProvidersWithResponse List the connector providers of the key's workspace
 	//
+	// The connector providers of the key's workspace, newest first, disabled ones
+	// included. `config` is shown; the credential never is (`credential_configured` says
+	// whether one is stored). Needs `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/connector-providers (the `ListConnectorProviders` operationId).
@@ -16302,6 +16754,10 @@ type ClientWithResponsesInterface interface {
 	CreateConnectorProviderWithResponse(ctx context.Context, params *CreateConnectorProviderParams, body CreateConnectorProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConnectorProviderResponse, error)
 
 	// GetConnectorProviderWithResponse Read a connector provider
+	//
+	// A connector provider of the key's workspace, with its `ETag` for `If-Match`.
+	// The credential is never shown. Needs `read`. An id of another workspace, or of a
+	// provider of another kind, is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16370,12 +16826,16 @@ type ClientWithResponsesInterface interface {
 
 	// ListEnvironmentProvidersWithResponse List the environment providers of the key's workspace
 	//
+	// The environment providers of the key's workspace, newest first, disabled ones
+	// included. `config` is shown; the credential never is (`credential_configured` says
+	// whether one is stored). Needs `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/environment-providers (the `ListEnvironmentProviders` operationId).
 	ListEnvironmentProvidersWithResponse(ctx context.Context, params *ListEnvironmentProvidersParams, reqEditors ...RequestEditorFn) (*ListEnvironmentProvidersResponse, error)
 
-	// CreateEnvironmentProviderWithBodyWithResponse Create a environment provider
+	// CreateEnvironmentProviderWithBodyWithResponse Create an environment provider
 	//
 	// `type` must be an installed environment provider type (`GET /api/v1/provider-types/environment`);
 	// `config` and `credential` are validated by its schemas, and every URL in `config`
@@ -16386,7 +16846,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/environment-providers (the `CreateEnvironmentProvider` operationId).
 	CreateEnvironmentProviderWithBodyWithResponse(ctx context.Context, params *CreateEnvironmentProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEnvironmentProviderResponse, error)
 
-	// CreateEnvironmentProviderWithResponse Create a environment provider
+	// CreateEnvironmentProviderWithResponse Create an environment provider
 	//
 	// `type` must be an installed environment provider type (`GET /api/v1/provider-types/environment`);
 	// `config` and `credential` are validated by its schemas, and every URL in `config`
@@ -16397,14 +16857,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/environment-providers (the `CreateEnvironmentProvider` operationId).
 	CreateEnvironmentProviderWithResponse(ctx context.Context, params *CreateEnvironmentProviderParams, body CreateEnvironmentProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEnvironmentProviderResponse, error)
 
-	// GetEnvironmentProviderWithResponse Read a environment provider
+	// GetEnvironmentProviderWithResponse Read an environment provider
+	//
+	// An environment provider of the key's workspace, with its `ETag` for
+	// `If-Match`. The credential is never shown. Needs `read`. An id of another
+	// workspace, or of a provider of another kind, is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/environment-providers/{provider_id} (the `GetEnvironmentProvider` operationId).
 	GetEnvironmentProviderWithResponse(ctx context.Context, providerId ProviderId, reqEditors ...RequestEditorFn) (*GetEnvironmentProviderResponse, error)
 
-	// UpdateEnvironmentProviderWithBodyWithResponse Change a environment provider
+	// UpdateEnvironmentProviderWithBodyWithResponse Change an environment provider
 	//
 	// Members left out keep their values. `credential`: a value
 	// replaces, `null` removes. A change of `config` while a credential is
@@ -16416,7 +16880,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /api/v1/environment-providers/{provider_id} (the `UpdateEnvironmentProvider` operationId).
 	UpdateEnvironmentProviderWithBodyWithResponse(ctx context.Context, providerId ProviderId, params *UpdateEnvironmentProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEnvironmentProviderResponse, error)
 
-	// UpdateEnvironmentProviderWithResponse Change a environment provider
+	// UpdateEnvironmentProviderWithResponse Change an environment provider
 	//
 	// Members left out keep their values. `credential`: a value
 	// replaces, `null` removes. A change of `config` while a credential is
@@ -16428,7 +16892,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /api/v1/environment-providers/{provider_id} (the `UpdateEnvironmentProvider` operationId).
 	UpdateEnvironmentProviderWithResponse(ctx context.Context, providerId ProviderId, params *UpdateEnvironmentProviderParams, body UpdateEnvironmentProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEnvironmentProviderResponse, error)
 
-	// TestEnvironmentProviderWithResponse Test a environment provider
+	// TestEnvironmentProviderWithResponse Test an environment provider
 	//
 	// Sends one inexpensive probe with the stored configuration and credential, bounded by
 	// `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
@@ -16486,6 +16950,10 @@ type ClientWithResponsesInterface interface {
 
 	// GetEnvironmentTemplateWithResponse Read an environment template
 	//
+	// An environment template of the key's workspace, with its `ETag` for
+	// `If-Match`; disabled templates stay readable. Needs `read`. A template of another
+	// workspace is 404.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/environment-templates/{environment_template_id} (the `GetEnvironmentTemplate` operationId).
@@ -16541,6 +17009,10 @@ type ClientWithResponsesInterface interface {
 	DeleteEnvironmentWithResponse(ctx context.Context, environmentId string, params *DeleteEnvironmentParams, reqEditors ...RequestEditorFn) (*DeleteEnvironmentResponse, error)
 
 	// GetEnvironmentWithResponse Read an environment
+	//
+	// An environment of the key's workspace in its current status, with its `ETag`
+	// for `If-Match`; deleted environments stay readable as history. Needs `read`. An
+	// environment of another workspace is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16624,6 +17096,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListMembersWithResponse List the members of the key's workspace
 	//
+	// The principals of the key's workspace with their workspace roles, newest
+	// first: people (with their address) and service principals (`email` null).
+	// Needs `read` (every role).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/members (the `ListMembers` operationId).
@@ -16663,6 +17139,10 @@ type ClientWithResponsesInterface interface {
 	UpdateMemberWithResponse(ctx context.Context, principalId PrincipalId, params *UpdateMemberParams, body UpdateMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMemberResponse, error)
 
 	// ListMemoriesWithResponse List the memories of the key's workspace
+	//
+	// The memories of the key's workspace, newest first, builtin and record ones
+	// alike. Needs `read`. A memory's records are listed with
+	// `GET /api/v1/memories/{memory_id}/records`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16709,6 +17189,9 @@ type ClientWithResponsesInterface interface {
 	DeleteMemoryWithResponse(ctx context.Context, memoryId string, params *DeleteMemoryParams, reqEditors ...RequestEditorFn) (*DeleteMemoryResponse, error)
 
 	// GetMemoryWithResponse Read a memory
+	//
+	// A memory of the key's workspace, with its `ETag` for `If-Match`. Needs `read`.
+	// A memory of another workspace is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16763,6 +17246,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListMemoryProvidersWithResponse List the memory providers of the key's workspace
 	//
+	// The memory providers of the key's workspace, newest first, disabled ones
+	// included. `config` is shown; the credential never is (`credential_configured` says
+	// whether one is stored). Needs `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/memory-providers (the `ListMemoryProviders` operationId).
@@ -16791,6 +17278,10 @@ type ClientWithResponsesInterface interface {
 	CreateMemoryProviderWithResponse(ctx context.Context, params *CreateMemoryProviderParams, body CreateMemoryProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMemoryProviderResponse, error)
 
 	// GetMemoryProviderWithResponse Read a memory provider
+	//
+	// A memory provider of the key's workspace, with its `ETag` for `If-Match`. The
+	// credential is never shown. Needs `read`. An id of another workspace, or of a
+	// provider of another kind, is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16835,6 +17326,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListModelProvidersWithResponse List the model providers of the key's workspace
 	//
+	// The model providers of the key's workspace, newest first, disabled ones
+	// included. `config` is shown; the credential never is (`credential_configured` says
+	// whether one is stored) and of extra headers only the names. Needs `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/model-providers (the `ListModelProviders` operationId).
@@ -16863,6 +17358,10 @@ type ClientWithResponsesInterface interface {
 	CreateModelProviderWithResponse(ctx context.Context, params *CreateModelProviderParams, body CreateModelProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateModelProviderResponse, error)
 
 	// GetModelProviderWithResponse Read a model provider
+	//
+	// A model provider of the key's workspace, with its `ETag` for `If-Match`. The
+	// credential is never shown, and of extra headers only the names. Needs `read`. An id
+	// of another workspace, or of a provider of another kind, is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16907,6 +17406,9 @@ type ClientWithResponsesInterface interface {
 
 	// ListModelsWithResponse List the models of the key's workspace
 	//
+	// The models of the key's workspace, newest first, disabled ones included: each
+	// key with the provider, API and vendor model it stands for. Needs `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/models (the `ListModels` operationId).
@@ -16940,6 +17442,10 @@ type ClientWithResponsesInterface interface {
 
 	// GetModelWithResponse Read a model
 	//
+	// A model of the key's workspace by its key, with its `ETag`
+	// (`"<key>:<version>"`) for `If-Match`. Needs `read`. A key no model of the
+	// workspace has, or a string that is not a valid key, is 404.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/models/{key} (the `GetModel` operationId).
@@ -16971,12 +17477,20 @@ type ClientWithResponsesInterface interface {
 
 	// GetOpenAPIDocumentWithResponse This document, as JSON
 	//
+	// The OpenAPI 3.0 document this server implements: it validates every API
+	// request against it, and generated clients (the Go client, TypeScript types) are
+	// made from it. Needs no API key; every caller gets the same bytes.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/openapi.json (the `GetOpenAPIDocument` operationId).
 	GetOpenAPIDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentResponse, error)
 
 	// ListOrganizationInvitationsWithResponse List an organization's invitations
+	//
+	// The organization's own invitations (to the organization, not to its
+	// workspaces), newest first, whatever their state. Needs `organization_admin`. The
+	// organization must be the one the key's workspace belongs to; any other id is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17058,6 +17572,11 @@ type ClientWithResponsesInterface interface {
 	StartRunWithResponse(ctx context.Context, params *StartRunParams, body StartRunJSONRequestBody, reqEditors ...RequestEditorFn) (*StartRunResponse, error)
 
 	// GetRunWithResponse Read a run
+	//
+	// A run of the key's workspace: its status, attempts, usage, pinned revision,
+	// model and skill revisions, and `error` once it failed or was cancelled. Runs are
+	// not versioned, so there is no `ETag`. Needs `read`. A run of another workspace is
+	// 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17161,6 +17680,11 @@ type ClientWithResponsesInterface interface {
 
 	// GetSkillWithResponse Read a skill
 	//
+	// A skill's head: name, description, labels, default revision, newest revision
+	// number and archived state, with its `ETag` for `If-Match`. The configuration is in
+	// its revisions (`GET /api/v1/skills/{skill_id}/revisions/{revision_id}`). Archived
+	// skills stay readable. Needs `read`. A skill of another workspace is 404.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/skills/{skill_id} (the `GetSkill` operationId).
@@ -17205,6 +17729,11 @@ type ClientWithResponsesInterface interface {
 	ArchiveSkillWithResponse(ctx context.Context, skillId SkillId, params *ArchiveSkillParams, reqEditors ...RequestEditorFn) (*ArchiveSkillResponse, error)
 
 	// ListSkillRevisionsWithResponse List a skill's revisions, newest (highest number) first
+	//
+	// Every revision of the skill, newest (highest number) first, each with its
+	// normalized configuration and `content_hash`; revisions never change. Archived
+	// skills' revisions are listed too. Needs `read`. A skill of another workspace, or
+	// none, is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17402,6 +17931,10 @@ type ClientWithResponsesInterface interface {
 
 	// GetThreadWithResponse Read a thread
 	//
+	// A thread of the key's workspace: its agent and pinned revision, metadata,
+	// status, unfinished run and last event's sequence number. Threads are not
+	// versioned, so there is no `ETag`. Needs `read`. A thread of another workspace is 404.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/threads/{thread_id} (the `GetThread` operationId).
@@ -17484,6 +18017,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListWebProvidersWithResponse List the web providers of the key's workspace
 	//
+	// The web providers of the key's workspace, newest first, disabled ones included.
+	// `config` is shown; the credential never is (`credential_configured` says whether
+	// one is stored). Needs `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/web-providers (the `ListWebProviders` operationId).
@@ -17512,6 +18049,10 @@ type ClientWithResponsesInterface interface {
 	CreateWebProviderWithResponse(ctx context.Context, params *CreateWebProviderParams, body CreateWebProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebProviderResponse, error)
 
 	// GetWebProviderWithResponse Read a web provider
+	//
+	// A web provider of the key's workspace, with its `ETag` for `If-Match`. The
+	// credential is never shown. Needs `read`. An id of another workspace, or of a
+	// provider of another kind, is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17556,6 +18097,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListWorkspacesWithResponse List the workspaces of the key's organization
 	//
+	// Every workspace of the organization the API key's workspace belongs to,
+	// newest first. Needs `organization_admin`: the key's principal is owner or admin of
+	// that organization (403 `permission_denied` otherwise).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/workspaces (the `ListWorkspaces` operationId).
@@ -17581,12 +18126,21 @@ type ClientWithResponsesInterface interface {
 
 	// GetWorkspaceWithResponse Read a workspace of the key's organization
 	//
+	// A workspace of the key's organization, with its `ETag` for `If-Match`. Needs
+	// `organization_admin`. A workspace of another organization, or none, is 404.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/workspaces/{workspace_id} (the `GetWorkspace` operationId).
 	GetWorkspaceWithResponse(ctx context.Context, workspaceId WorkspaceId, reqEditors ...RequestEditorFn) (*GetWorkspaceResponse, error)
 
 	// UpdateWorkspaceWithBodyWithResponse Rename a workspace
+	//
+	// Renames a workspace of the key's organization; a name left out keeps the
+	// current one, and a change to nothing keeps the version. Needs `organization_admin`
+	// and the workspace's current `ETag` in `If-Match` (missing: 428
+	// `precondition_required`; stale: 412 `precondition_failed`). A workspace of another
+	// organization is 404.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17595,12 +18149,23 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWorkspaceWithResponse Rename a workspace
 	//
+	// Renames a workspace of the key's organization; a name left out keeps the
+	// current one, and a change to nothing keeps the version. Needs `organization_admin`
+	// and the workspace's current `ETag` in `If-Match` (missing: 428
+	// `precondition_required`; stale: 412 `precondition_failed`). A workspace of another
+	// organization is 404.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/v1/workspaces/{workspace_id} (the `UpdateWorkspace` operationId).
 	UpdateWorkspaceWithResponse(ctx context.Context, workspaceId WorkspaceId, params *UpdateWorkspaceParams, body UpdateWorkspaceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkspaceResponse, error)
 
 	// ListWorkspaceInvitationsWithResponse List a workspace's invitations
+	//
+	// The invitations to the workspace, newest first, whatever their state
+	// (pending, accepted, revoked or expired: see `accepted_at`, `revoked_at` and
+	// `expires_at`). Needs `admin`. The workspace must be the key's workspace; any
+	// other id is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19558,19 +20123,23 @@ func (r GetAssetResponse) ContentType() string {
 
 // GetAssetContentResponse200Headers the declared response headers of an HTTP 200 response for GetAssetContent
 type GetAssetContentResponse200Headers struct {
-	AcceptRanges       *string
-	ContentDisposition *string
-	ContentLength      *int
-	ETag               *string
+	AcceptRanges        *string
+	CacheControl        *string
+	ContentDisposition  *string
+	ContentLength       *int
+	ETag                *string
+	XContentTypeOptions *string
 }
 
 // GetAssetContentResponse206Headers the declared response headers of an HTTP 206 response for GetAssetContent
 type GetAssetContentResponse206Headers struct {
-	AcceptRanges       *string
-	ContentDisposition *string
-	ContentLength      *int
-	ContentRange       *string
-	ETag               *string
+	AcceptRanges        *string
+	CacheControl        *string
+	ContentDisposition  *string
+	ContentLength       *int
+	ContentRange        *string
+	ETag                *string
+	XContentTypeOptions *string
 }
 
 // GetAssetContentResponse304Headers the declared response headers of an HTTP 304 response for GetAssetContent
@@ -31581,7 +32150,7 @@ func (r GetReadinessResponse) ContentType() string {
 // ListAgentsWithResponse List the agents of the key's workspace
 //
 // Newest first. Every filter is optional and they combine: `label=key:value` (repeatable,
-// at most 8; a agent matches when it carries every selected label), `q` (a
+// at most 8; an agent matches when it carries every selected label), `q` (a
 // case-insensitive substring of the name or the description) and `archived` (`true`:
 // archived agents only, `false`: active ones only; left out: both).
 //
@@ -31635,6 +32204,11 @@ func (c *ClientWithResponses) CreateAgentWithResponse(ctx context.Context, param
 }
 
 // GetAgentWithResponse Read an agent
+//
+// An agent's head: name, description, labels, default revision, newest revision
+// number and archived state, with its `ETag` for `If-Match`. The configuration is in
+// its revisions (`GET /api/v1/agents/{agent_id}/revisions/{revision_id}`). Archived
+// agents stay readable. Needs `read`. An agent of another workspace is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -31704,6 +32278,11 @@ func (c *ClientWithResponses) ArchiveAgentWithResponse(ctx context.Context, agen
 }
 
 // ListAgentRevisionsWithResponse List an agent's revisions, newest (highest number) first
+//
+// Every revision of the agent, newest (highest number) first, each with its
+// normalized configuration and `content_hash`; revisions never change. Archived
+// agents' revisions are listed too. Needs `read`. An agent of another workspace, or
+// none, is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -31799,6 +32378,10 @@ func (c *ClientWithResponses) UnarchiveAgentWithResponse(ctx context.Context, ag
 }
 
 // ListAPIKeysWithResponse List the API keys of the key's workspace
+//
+// Every API key of the key's workspace, of every member, newest first:
+// expired and revoked keys too (`expires_at`, `revoked_at`). Shows each key's
+// `prefix` and role, never its token. Needs `admin`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -31901,7 +32484,7 @@ func (c *ClientWithResponses) UploadAssetWithBodyWithResponse(ctx context.Contex
 
 // RetireAssetWithResponse Retire an asset
 //
-// Retires the asset (SPEC 3.2): it stays listed and its content stays readable for
+// Retires the asset: it stays listed and its content stays readable for
 // history, but nothing can newly refer to it (409 `conflict`). Retiring a retired
 // asset changes nothing and answers 204 again.
 //
@@ -31917,6 +32500,11 @@ func (c *ClientWithResponses) RetireAssetWithResponse(ctx context.Context, asset
 }
 
 // GetAssetWithResponse Read an asset's metadata
+//
+// An asset's metadata (name, media type, size, SHA-256, retirement), with its
+// `ETag` for `If-Match`; retired assets stay readable. The content is at
+// `GET /api/v1/assets/{asset_id}/content`. Needs `read`. An asset of another
+// workspace is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -31986,6 +32574,10 @@ func (c *ClientWithResponses) GetConnectionOperationWithResponse(ctx context.Con
 
 // ListConnectionsWithResponse List the connections of the key's workspace
 //
+// The connections of the key's workspace, newest first, disabled ones included.
+// `config` and `account` are shown; the credential never is (`credential_configured`
+// says whether one is stored). Needs `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/connections (the `ListConnections` operationId).
@@ -32040,6 +32632,10 @@ func (c *ClientWithResponses) CreateConnectionWithResponse(ctx context.Context, 
 }
 
 // GetConnectionWithResponse Read a connection
+//
+// A connection of the key's workspace, with its `ETag` for `If-Match`. The
+// credential is never shown (`credential_configured` says whether one is stored; an
+// authorization stores it). Needs `read`. A connection of another workspace is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32137,6 +32733,10 @@ func (c *ClientWithResponses) RevokeConnectionWithResponse(ctx context.Context, 
 
 // ListConnectorProvidersWithResponse List the connector providers of the key's workspace
 //
+// The connector providers of the key's workspace, newest first, disabled ones
+// included. `config` is shown; the credential never is (`credential_configured` says
+// whether one is stored). Needs `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/connector-providers (the `ListConnectorProviders` operationId).
@@ -32183,6 +32783,10 @@ func (c *ClientWithResponses) CreateConnectorProviderWithResponse(ctx context.Co
 }
 
 // GetConnectorProviderWithResponse Read a connector provider
+//
+// A connector provider of the key's workspace, with its `ETag` for `If-Match`.
+// The credential is never shown. Needs `read`. An id of another workspace, or of a
+// provider of another kind, is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32287,6 +32891,10 @@ func (c *ClientWithResponses) RedeliverDeliveryWithResponse(ctx context.Context,
 
 // ListEnvironmentProvidersWithResponse List the environment providers of the key's workspace
 //
+// The environment providers of the key's workspace, newest first, disabled ones
+// included. `config` is shown; the credential never is (`credential_configured` says
+// whether one is stored). Needs `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/environment-providers (the `ListEnvironmentProviders` operationId).
@@ -32298,7 +32906,7 @@ func (c *ClientWithResponses) ListEnvironmentProvidersWithResponse(ctx context.C
 	return ParseListEnvironmentProvidersResponse(rsp)
 }
 
-// CreateEnvironmentProviderWithBodyWithResponse Create a environment provider
+// CreateEnvironmentProviderWithBodyWithResponse Create an environment provider
 //
 // `type` must be an installed environment provider type (`GET /api/v1/provider-types/environment`);
 // `config` and `credential` are validated by its schemas, and every URL in `config`
@@ -32315,7 +32923,7 @@ func (c *ClientWithResponses) CreateEnvironmentProviderWithBodyWithResponse(ctx 
 	return ParseCreateEnvironmentProviderResponse(rsp)
 }
 
-// CreateEnvironmentProviderWithResponse Create a environment provider
+// CreateEnvironmentProviderWithResponse Create an environment provider
 //
 // `type` must be an installed environment provider type (`GET /api/v1/provider-types/environment`);
 // `config` and `credential` are validated by its schemas, and every URL in `config`
@@ -32332,7 +32940,11 @@ func (c *ClientWithResponses) CreateEnvironmentProviderWithResponse(ctx context.
 	return ParseCreateEnvironmentProviderResponse(rsp)
 }
 
-// GetEnvironmentProviderWithResponse Read a environment provider
+// GetEnvironmentProviderWithResponse Read an environment provider
+//
+// An environment provider of the key's workspace, with its `ETag` for
+// `If-Match`. The credential is never shown. Needs `read`. An id of another
+// workspace, or of a provider of another kind, is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32345,7 +32957,7 @@ func (c *ClientWithResponses) GetEnvironmentProviderWithResponse(ctx context.Con
 	return ParseGetEnvironmentProviderResponse(rsp)
 }
 
-// UpdateEnvironmentProviderWithBodyWithResponse Change a environment provider
+// UpdateEnvironmentProviderWithBodyWithResponse Change an environment provider
 //
 // Members left out keep their values. `credential`: a value
 // replaces, `null` removes. A change of `config` while a credential is
@@ -32363,7 +32975,7 @@ func (c *ClientWithResponses) UpdateEnvironmentProviderWithBodyWithResponse(ctx 
 	return ParseUpdateEnvironmentProviderResponse(rsp)
 }
 
-// UpdateEnvironmentProviderWithResponse Change a environment provider
+// UpdateEnvironmentProviderWithResponse Change an environment provider
 //
 // Members left out keep their values. `credential`: a value
 // replaces, `null` removes. A change of `config` while a credential is
@@ -32381,7 +32993,7 @@ func (c *ClientWithResponses) UpdateEnvironmentProviderWithResponse(ctx context.
 	return ParseUpdateEnvironmentProviderResponse(rsp)
 }
 
-// TestEnvironmentProviderWithResponse Test a environment provider
+// TestEnvironmentProviderWithResponse Test an environment provider
 //
 // Sends one inexpensive probe with the stored configuration and credential, bounded by
 // `providers.probe_timeout_seconds`, and reports its outcome: `succeeded`, `failed` with a
@@ -32462,6 +33074,10 @@ func (c *ClientWithResponses) CreateEnvironmentTemplateWithResponse(ctx context.
 }
 
 // GetEnvironmentTemplateWithResponse Read an environment template
+//
+// An environment template of the key's workspace, with its `ETag` for
+// `If-Match`; disabled templates stay readable. Needs `read`. A template of another
+// workspace is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32548,6 +33164,10 @@ func (c *ClientWithResponses) DeleteEnvironmentWithResponse(ctx context.Context,
 }
 
 // GetEnvironmentWithResponse Read an environment
+//
+// An environment of the key's workspace in its current status, with its `ETag`
+// for `If-Match`; deleted environments stay readable as history. Needs `read`. An
+// environment of another workspace is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32667,6 +33287,10 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 
 // ListMembersWithResponse List the members of the key's workspace
 //
+// The principals of the key's workspace with their workspace roles, newest
+// first: people (with their address) and service principals (`email` null).
+// Needs `read` (every role).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/members (the `ListMembers` operationId).
@@ -32730,6 +33354,10 @@ func (c *ClientWithResponses) UpdateMemberWithResponse(ctx context.Context, prin
 }
 
 // ListMemoriesWithResponse List the memories of the key's workspace
+//
+// The memories of the key's workspace, newest first, builtin and record ones
+// alike. Needs `read`. A memory's records are listed with
+// `GET /api/v1/memories/{memory_id}/records`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32800,6 +33428,9 @@ func (c *ClientWithResponses) DeleteMemoryWithResponse(ctx context.Context, memo
 }
 
 // GetMemoryWithResponse Read a memory
+//
+// A memory of the key's workspace, with its `ETag` for `If-Match`. Needs `read`.
+// A memory of another workspace is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32884,6 +33515,10 @@ func (c *ClientWithResponses) GetMemoryRecordWithResponse(ctx context.Context, m
 
 // ListMemoryProvidersWithResponse List the memory providers of the key's workspace
 //
+// The memory providers of the key's workspace, newest first, disabled ones
+// included. `config` is shown; the credential never is (`credential_configured` says
+// whether one is stored). Needs `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/memory-providers (the `ListMemoryProviders` operationId).
@@ -32930,6 +33565,10 @@ func (c *ClientWithResponses) CreateMemoryProviderWithResponse(ctx context.Conte
 }
 
 // GetMemoryProviderWithResponse Read a memory provider
+//
+// A memory provider of the key's workspace, with its `ETag` for `If-Match`. The
+// credential is never shown. Needs `read`. An id of another workspace, or of a
+// provider of another kind, is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32998,6 +33637,10 @@ func (c *ClientWithResponses) TestMemoryProviderWithResponse(ctx context.Context
 
 // ListModelProvidersWithResponse List the model providers of the key's workspace
 //
+// The model providers of the key's workspace, newest first, disabled ones
+// included. `config` is shown; the credential never is (`credential_configured` says
+// whether one is stored) and of extra headers only the names. Needs `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/model-providers (the `ListModelProviders` operationId).
@@ -33044,6 +33687,10 @@ func (c *ClientWithResponses) CreateModelProviderWithResponse(ctx context.Contex
 }
 
 // GetModelProviderWithResponse Read a model provider
+//
+// A model provider of the key's workspace, with its `ETag` for `If-Match`. The
+// credential is never shown, and of extra headers only the names. Needs `read`. An id
+// of another workspace, or of a provider of another kind, is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -33112,6 +33759,9 @@ func (c *ClientWithResponses) TestModelProviderWithResponse(ctx context.Context,
 
 // ListModelsWithResponse List the models of the key's workspace
 //
+// The models of the key's workspace, newest first, disabled ones included: each
+// key with the provider, API and vendor model it stands for. Needs `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/models (the `ListModels` operationId).
@@ -33163,6 +33813,10 @@ func (c *ClientWithResponses) CreateModelWithResponse(ctx context.Context, param
 
 // GetModelWithResponse Read a model
 //
+// A model of the key's workspace by its key, with its `ETag`
+// (`"<key>:<version>"`) for `If-Match`. Needs `read`. A key no model of the
+// workspace has, or a string that is not a valid key, is 404.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/models/{key} (the `GetModel` operationId).
@@ -33212,6 +33866,10 @@ func (c *ClientWithResponses) UpdateModelWithResponse(ctx context.Context, key M
 
 // GetOpenAPIDocumentWithResponse This document, as JSON
 //
+// The OpenAPI 3.0 document this server implements: it validates every API
+// request against it, and generated clients (the Go client, TypeScript types) are
+// made from it. Needs no API key; every caller gets the same bytes.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/openapi.json (the `GetOpenAPIDocument` operationId).
@@ -33224,6 +33882,10 @@ func (c *ClientWithResponses) GetOpenAPIDocumentWithResponse(ctx context.Context
 }
 
 // ListOrganizationInvitationsWithResponse List an organization's invitations
+//
+// The organization's own invitations (to the organization, not to its
+// workspaces), newest first, whatever their state. Needs `organization_admin`. The
+// organization must be the one the key's workspace belongs to; any other id is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -33347,6 +34009,11 @@ func (c *ClientWithResponses) StartRunWithResponse(ctx context.Context, params *
 }
 
 // GetRunWithResponse Read a run
+//
+// A run of the key's workspace: its status, attempts, usage, pinned revision,
+// model and skill revisions, and `error` once it failed or was cancelled. Runs are
+// not versioned, so there is no `ETag`. Needs `read`. A run of another workspace is
+// 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -33504,6 +34171,11 @@ func (c *ClientWithResponses) CreateSkillWithResponse(ctx context.Context, param
 
 // GetSkillWithResponse Read a skill
 //
+// A skill's head: name, description, labels, default revision, newest revision
+// number and archived state, with its `ETag` for `If-Match`. The configuration is in
+// its revisions (`GET /api/v1/skills/{skill_id}/revisions/{revision_id}`). Archived
+// skills stay readable. Needs `read`. A skill of another workspace is 404.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/skills/{skill_id} (the `GetSkill` operationId).
@@ -33572,6 +34244,11 @@ func (c *ClientWithResponses) ArchiveSkillWithResponse(ctx context.Context, skil
 }
 
 // ListSkillRevisionsWithResponse List a skill's revisions, newest (highest number) first
+//
+// Every revision of the skill, newest (highest number) first, each with its
+// normalized configuration and `content_hash`; revisions never change. Archived
+// skills' revisions are listed too. Needs `read`. A skill of another workspace, or
+// none, is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -33871,6 +34548,10 @@ func (c *ClientWithResponses) CreateThreadWithResponse(ctx context.Context, para
 
 // GetThreadWithResponse Read a thread
 //
+// A thread of the key's workspace: its agent and pinned revision, metadata,
+// status, unfinished run and last event's sequence number. Threads are not
+// versioned, so there is no `ETag`. Needs `read`. A thread of another workspace is 404.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/threads/{thread_id} (the `GetThread` operationId).
@@ -33989,6 +34670,10 @@ func (c *ClientWithResponses) StreamThreadWithResponse(ctx context.Context, thre
 
 // ListWebProvidersWithResponse List the web providers of the key's workspace
 //
+// The web providers of the key's workspace, newest first, disabled ones included.
+// `config` is shown; the credential never is (`credential_configured` says whether
+// one is stored). Needs `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/web-providers (the `ListWebProviders` operationId).
@@ -34035,6 +34720,10 @@ func (c *ClientWithResponses) CreateWebProviderWithResponse(ctx context.Context,
 }
 
 // GetWebProviderWithResponse Read a web provider
+//
+// A web provider of the key's workspace, with its `ETag` for `If-Match`. The
+// credential is never shown. Needs `read`. An id of another workspace, or of a
+// provider of another kind, is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -34103,6 +34792,10 @@ func (c *ClientWithResponses) TestWebProviderWithResponse(ctx context.Context, p
 
 // ListWorkspacesWithResponse List the workspaces of the key's organization
 //
+// Every workspace of the organization the API key's workspace belongs to,
+// newest first. Needs `organization_admin`: the key's principal is owner or admin of
+// that organization (403 `permission_denied` otherwise).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/workspaces (the `ListWorkspaces` operationId).
@@ -34146,6 +34839,9 @@ func (c *ClientWithResponses) CreateWorkspaceWithResponse(ctx context.Context, p
 
 // GetWorkspaceWithResponse Read a workspace of the key's organization
 //
+// A workspace of the key's organization, with its `ETag` for `If-Match`. Needs
+// `organization_admin`. A workspace of another organization, or none, is 404.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/workspaces/{workspace_id} (the `GetWorkspace` operationId).
@@ -34158,6 +34854,12 @@ func (c *ClientWithResponses) GetWorkspaceWithResponse(ctx context.Context, work
 }
 
 // UpdateWorkspaceWithBodyWithResponse Rename a workspace
+//
+// Renames a workspace of the key's organization; a name left out keeps the
+// current one, and a change to nothing keeps the version. Needs `organization_admin`
+// and the workspace's current `ETag` in `If-Match` (missing: 428
+// `precondition_required`; stale: 412 `precondition_failed`). A workspace of another
+// organization is 404.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -34172,6 +34874,12 @@ func (c *ClientWithResponses) UpdateWorkspaceWithBodyWithResponse(ctx context.Co
 
 // UpdateWorkspaceWithResponse Rename a workspace
 //
+// Renames a workspace of the key's organization; a name left out keeps the
+// current one, and a change to nothing keeps the version. Needs `organization_admin`
+// and the workspace's current `ETag` in `If-Match` (missing: 428
+// `precondition_required`; stale: 412 `precondition_failed`). A workspace of another
+// organization is 404.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/v1/workspaces/{workspace_id} (the `UpdateWorkspace` operationId).
@@ -34184,6 +34892,11 @@ func (c *ClientWithResponses) UpdateWorkspaceWithResponse(ctx context.Context, w
 }
 
 // ListWorkspaceInvitationsWithResponse List a workspace's invitations
+//
+// The invitations to the workspace, newest first, whatever their state
+// (pending, accepted, revoked or expired: see `accepted_at`, `revoked_at` and
+// `expires_at`). Needs `admin`. The workspace must be the key's workspace; any
+// other id is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -36167,6 +36880,13 @@ func ParseGetAssetContentResponse(rsp *http.Response) (*GetAssetContentResponse,
 			}
 			headers.AcceptRanges = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -36188,6 +36908,13 @@ func ParseGetAssetContentResponse(rsp *http.Response) (*GetAssetContentResponse,
 			}
 			headers.ETag = &value
 		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 206:
 		var headers GetAssetContentResponse206Headers
@@ -36197,6 +36924,13 @@ func ParseGetAssetContentResponse(rsp *http.Response) (*GetAssetContentResponse,
 				return nil, err
 			}
 			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
 		}
 		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
 			var value string
@@ -36225,6 +36959,13 @@ func ParseGetAssetContentResponse(rsp *http.Response) (*GetAssetContentResponse,
 				return nil, err
 			}
 			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
 		}
 		response.Headers206 = &headers
 	case rsp.StatusCode == 304:

@@ -240,3 +240,11 @@ func (b *SyncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// WithoutIfMatch is a request editor for the typed client, whose changes
+// always carry an If-Match header (the contract requires it): it takes the
+// header off, so that the request is a change sent without its precondition.
+func WithoutIfMatch(_ context.Context, req *http.Request) error {
+	req.Header.Del("If-Match")
+	return nil
+}

@@ -63,7 +63,7 @@ func (h *AgentHandlers) UpdateAgent(ctx context.Context, req api.UpdateAgentRequ
 		return nil, errNoBody
 	}
 	a, err := h.svc.Update(ctx, auth.CallerFrom(ctx), revision.UpdateInput{
-		ID: req.AgentId, IfMatch: req.Params.IfMatch, Name: b.Name, Description: descriptionIn(b.Description),
+		ID: req.AgentId, IfMatch: &req.Params.IfMatch, Name: b.Name, Description: descriptionIn(b.Description),
 		Labels: labelsIn(b.Labels), DefaultRevisionID: b.DefaultRevisionId,
 	})
 	if err != nil {
@@ -75,7 +75,7 @@ func (h *AgentHandlers) UpdateAgent(ctx context.Context, req api.UpdateAgentRequ
 
 // ArchiveAgent archives an agent.
 func (h *AgentHandlers) ArchiveAgent(ctx context.Context, req api.ArchiveAgentRequestObject) (api.ArchiveAgentResponseObject, error) {
-	a, err := h.svc.Archive(ctx, auth.CallerFrom(ctx), req.AgentId, req.Params.IfMatch)
+	a, err := h.svc.Archive(ctx, auth.CallerFrom(ctx), req.AgentId, &req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (h *AgentHandlers) ArchiveAgent(ctx context.Context, req api.ArchiveAgentRe
 
 // UnarchiveAgent makes an archived agent active again.
 func (h *AgentHandlers) UnarchiveAgent(ctx context.Context, req api.UnarchiveAgentRequestObject) (api.UnarchiveAgentResponseObject, error) {
-	a, err := h.svc.Unarchive(ctx, auth.CallerFrom(ctx), req.AgentId, req.Params.IfMatch)
+	a, err := h.svc.Unarchive(ctx, auth.CallerFrom(ctx), req.AgentId, &req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}

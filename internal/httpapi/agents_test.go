@@ -302,13 +302,15 @@ func TestAgentsArchiveRules(t *testing.T) {
 	require.EqualValues(t, 4, active["version"])
 	require.Equal(t, []string{"agent.created", "agent.archived", "agent.updated", "agent.unarchived"}, b.auditActions(t, a["id"].(string)))
 
-	// Another workspace's agent is 404 with or without If-Match, like an absent one.
+	// Another workspace's agent is 404 with If-Match, like an absent one; without
+	// it the change is refused before any agent is looked up.
 	ws, err := b.api.CreateWorkspaceWithResponse(t.Context(), nil, client.CreateWorkspaceRequest{Name: "other"})
 	require.NoError(t, err)
-	for _, h := range [][]string{{"Authorization", "Bearer " + ws.JSON201.ApiKey}, {"Authorization", "Bearer " + ws.JSON201.ApiKey, "If-Match", "*"}} {
-		status, _, _ := b.do(t, http.MethodPost, path+"/archive", nil, h...)
-		require.Equal(t, http.StatusNotFound, status)
-	}
+	key := []string{"Authorization", "Bearer " + ws.JSON201.ApiKey}
+	status, _, _ = b.do(t, http.MethodPost, path+"/archive", nil, append(key, "If-Match", "*")...)
+	require.Equal(t, http.StatusNotFound, status)
+	status, _, _ = b.do(t, http.MethodPost, path+"/archive", nil, key...)
+	require.Equal(t, http.StatusPreconditionRequired, status)
 }
 
 func TestAgentsPatch(t *testing.T) {

@@ -58,7 +58,7 @@ func (h *AssetHandlers) GetAsset(ctx context.Context, req api.GetAssetRequestObj
 
 // RetireAsset retires an asset (DELETE).
 func (h *AssetHandlers) RetireAsset(ctx context.Context, req api.RetireAssetRequestObject) (api.RetireAssetResponseObject, error) {
-	if err := h.svc.Retire(ctx, auth.CallerFrom(ctx), req.AssetId, req.Params.IfMatch); err != nil {
+	if err := h.svc.Retire(ctx, auth.CallerFrom(ctx), req.AssetId, &req.Params.IfMatch); err != nil {
 		return nil, err
 	}
 	return api.RetireAsset204Response{}, nil

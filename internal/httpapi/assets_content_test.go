@@ -96,7 +96,7 @@ func TestAssetsContentRanges(t *testing.T) {
 	}
 
 	// A retired asset's content is still served, ranges included.
-	r, err := b.api.RetireAssetWithResponse(t.Context(), a.Id, &client.RetireAssetParams{IfMatch: &etag})
+	r, err := b.api.RetireAssetWithResponse(t.Context(), a.Id, &client.RetireAssetParams{IfMatch: etag})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusNoContent, r.StatusCode())
 	resp, raw = b.content(t, b.admin.APIKey, a.Id, "Range", "bytes=-2")

@@ -57,7 +57,7 @@ func (h *ConnectionHandlers) UpdateConnection(ctx context.Context, req api.Updat
 		return nil, errNoBody
 	}
 	c, err := h.svc.Update(ctx, auth.CallerFrom(ctx), connection.UpdateInput{
-		ID: req.ConnectionId, IfMatch: req.Params.IfMatch, Name: b.Name, Config: mapOrNil(b.Config),
+		ID: req.ConnectionId, IfMatch: &req.Params.IfMatch, Name: b.Name, Config: mapOrNil(b.Config),
 		Credential: change(b.Credential), Enabled: b.Enabled,
 	})
 	if err != nil {
@@ -69,7 +69,7 @@ func (h *ConnectionHandlers) UpdateConnection(ctx context.Context, req api.Updat
 
 // RevokeConnection removes a connection's credential.
 func (h *ConnectionHandlers) RevokeConnection(ctx context.Context, req api.RevokeConnectionRequestObject) (api.RevokeConnectionResponseObject, error) {
-	c, err := h.svc.Revoke(ctx, auth.CallerFrom(ctx), req.ConnectionId, req.Params.IfMatch)
+	c, err := h.svc.Revoke(ctx, auth.CallerFrom(ctx), req.ConnectionId, &req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}

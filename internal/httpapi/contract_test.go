@@ -20,6 +20,18 @@ func TestContractIsValid(t *testing.T) {
 	require.NoError(t, doc.Validate(t.Context()))
 }
 
+// TestFirstServerIsTheServingOrigin: the first server is relative, so that a
+// client (the API page among them) resolves it against the address it fetched
+// the document from, the installation itself; and kin-openapi's router, which
+// matches requests against the servers, then matches any host.
+func TestFirstServerIsTheServingOrigin(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load()
+	require.NoError(t, err)
+	require.NotEmpty(t, doc.Servers)
+	require.Equal(t, "/", doc.Servers[0].URL)
+}
+
 // TestEveryOperationDeclaresItsPermission keeps the permission model in one place:
 // each operation states x-svc-permission, and only operations that need no key
 // (security: []) may say "none".
@@ -94,6 +106,9 @@ func TestBinaryOperationsAreDeclaredConsistently(t *testing.T) {
 				mt := rb.Content.Get("*/*")
 				require.NotNil(t, mt, "%s %s: any media type", method, path)
 				require.Equal(t, "binary", mt.Schema.Value.Format, "%s %s", method, path)
+				// No type: generated clients then take bytes (a Blob, an io.Reader)
+				// rather than a string (docs/decisions/0054-contract-lint.md).
+				require.Nil(t, mt.Schema.Value.Type, "%s %s: an upload's schema has no type", method, path)
 			case binaryResponse:
 				ok := false
 				for _, r := range op.Responses.Map() {
@@ -111,6 +126,74 @@ func TestBinaryOperationsAreDeclaredConsistently(t *testing.T) {
 	require.Positive(t, seen[binaryResponse], "the asset download is declared")
 }
 
+// TestChangesRequireIfMatch: every operation that takes If-Match requires it
+// (the services refuse a change without it) and documents both refusals, 412
+// and 428; every operation that documents 428 takes it.
+func TestChangesRequireIfMatch(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load()
+	require.NoError(t, err)
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			params := append(openapi3.Parameters{}, item.Parameters...)
+			params = append(params, op.Parameters...)
+			ifMatch := params.GetByInAndName(openapi3.ParameterInHeader, "If-Match")
+			if ifMatch == nil {
+				require.Nil(t, op.Responses.Status(428), "%s %s documents 428 but takes no If-Match", method, path)
+				continue
+			}
+			n++
+			require.True(t, ifMatch.Required, "%s %s: If-Match is required", method, path)
+			require.NotNil(t, op.Responses.Status(412), "%s %s documents 412", method, path)
+			require.NotNil(t, op.Responses.Status(428), "%s %s documents 428", method, path)
+		}
+	}
+	require.Positive(t, n)
+}
+
+// TestRequestSchemasStateNoDefaults: no schema a request body uses has a
+// default. Generators make a member with a default required in the types they
+// generate (openapi-typescript), so a request would have to send what the
+// service would fill in; request schemas state it in their description
+// ("Default: ...") and the services apply it.
+func TestRequestSchemasStateNoDefaults(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load()
+	require.NoError(t, err)
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(where string, ref *openapi3.SchemaRef)
+	walk = func(where string, ref *openapi3.SchemaRef) {
+		if ref == nil || ref.Value == nil || seen[ref.Value] {
+			return
+		}
+		s := ref.Value
+		seen[s] = true
+		require.Nil(t, s.Default, "%s has a default", where)
+		for name, p := range s.Properties {
+			walk(where+"."+name, p)
+		}
+		for _, list := range [][]*openapi3.SchemaRef{s.AllOf, s.OneOf, s.AnyOf} {
+			for _, sub := range list {
+				walk(where, sub)
+			}
+		}
+		walk(where+"[]", s.Items)
+		walk(where+"{}", s.AdditionalProperties.Schema)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil || op.RequestBody.Value == nil {
+				continue
+			}
+			for ct, mt := range op.RequestBody.Value.Content {
+				walk(method+" "+path+" "+ct, mt.Schema)
+			}
+		}
+	}
+	require.NotEmpty(t, seen)
+}
+
 // TestContractFreeFormObjectsDeclareAdditionalProperties: an object schema
 // without properties (metadata and other free JSON) says what its values may
 // be, so generators type it as a map of anything rather than an empty object.
@@ -126,7 +209,8 @@ func TestContractFreeFormObjectsDeclareAdditionalProperties(t *testing.T) {
 		}
 		s := ref.Value
 		seen[s] = true
-		if s.Type.Is(openapi3.TypeObject) && len(s.Properties) == 0 && len(s.AllOf)+len(s.OneOf)+len(s.AnyOf) == 0 {
+		// An enum lists the values (the null of a nullable reference): not free-form.
+		if s.Type.Is(openapi3.TypeObject) && len(s.Properties) == 0 && len(s.AllOf)+len(s.OneOf)+len(s.AnyOf)+len(s.Enum) == 0 {
 			ap := s.AdditionalProperties
 			require.True(t, ap.Has != nil || ap.Schema != nil, "%s: a free-form object declares additionalProperties", where)
 		}

@@ -69,7 +69,7 @@ func (h *EnvironmentHandlers) UpdateEnvironmentTemplate(ctx context.Context, req
 		return nil, errNoBody
 	}
 	t, err := h.templates.Update(ctx, auth.CallerFrom(ctx), template.UpdateInput{
-		ID: req.EnvironmentTemplateId, IfMatch: req.Params.IfMatch, Name: b.Name, Description: b.Description,
+		ID: req.EnvironmentTemplateId, IfMatch: &req.Params.IfMatch, Name: b.Name, Description: b.Description,
 		Config: mapOrNil(b.Config), Labels: labelsOrNil(b.Labels), Enabled: b.Enabled,
 		IdleStopSeconds: change(b.IdleStopSeconds), IdleDeleteSeconds: change(b.IdleDeleteSeconds),
 	})
@@ -103,7 +103,7 @@ func (h *EnvironmentHandlers) GetEnvironment(ctx context.Context, req api.GetEnv
 
 // DeleteEnvironment asks for an environment's deletion.
 func (h *EnvironmentHandlers) DeleteEnvironment(ctx context.Context, req api.DeleteEnvironmentRequestObject) (api.DeleteEnvironmentResponseObject, error) {
-	if err := h.environments.Delete(ctx, auth.CallerFrom(ctx), req.EnvironmentId, req.Params.IfMatch); err != nil {
+	if err := h.environments.Delete(ctx, auth.CallerFrom(ctx), req.EnvironmentId, &req.Params.IfMatch); err != nil {
 		return nil, err
 	}
 	return api.DeleteEnvironment204Response{}, nil

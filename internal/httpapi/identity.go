@@ -62,7 +62,7 @@ func (h *IdentityHandlers) UpdateWorkspace(ctx context.Context, req api.UpdateWo
 		return nil, errNoBody
 	}
 	ws, err := h.svc.UpdateWorkspace(ctx, auth.CallerFrom(ctx), identity.UpdateWorkspaceInput{
-		ID: req.WorkspaceId, Name: req.Body.Name, IfMatch: req.Params.IfMatch,
+		ID: req.WorkspaceId, Name: req.Body.Name, IfMatch: &req.Params.IfMatch,
 	})
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func (h *IdentityHandlers) UpdateMember(ctx context.Context, req api.UpdateMembe
 		return nil, errNoBody
 	}
 	m, err := h.svc.UpdateMember(ctx, auth.CallerFrom(ctx), identity.UpdateMemberInput{
-		PrincipalID: req.PrincipalId, Role: string(req.Body.Role), IfMatch: req.Params.IfMatch,
+		PrincipalID: req.PrincipalId, Role: string(req.Body.Role), IfMatch: &req.Params.IfMatch,
 	})
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (h *IdentityHandlers) UpdateMember(ctx context.Context, req api.UpdateMembe
 
 // RemoveMember removes a member from the key's workspace.
 func (h *IdentityHandlers) RemoveMember(ctx context.Context, req api.RemoveMemberRequestObject) (api.RemoveMemberResponseObject, error) {
-	err := h.svc.RemoveMember(ctx, auth.CallerFrom(ctx), identity.RemoveMemberInput{PrincipalID: req.PrincipalId, IfMatch: req.Params.IfMatch})
+	err := h.svc.RemoveMember(ctx, auth.CallerFrom(ctx), identity.RemoveMemberInput{PrincipalID: req.PrincipalId, IfMatch: &req.Params.IfMatch})
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (h *IdentityHandlers) CreateAPIKey(ctx context.Context, req api.CreateAPIKe
 
 // RevokeAPIKey revokes a key of the key's workspace.
 func (h *IdentityHandlers) RevokeAPIKey(ctx context.Context, req api.RevokeAPIKeyRequestObject) (api.RevokeAPIKeyResponseObject, error) {
-	k, err := h.svc.RevokeAPIKey(ctx, auth.CallerFrom(ctx), identity.RevokeAPIKeyInput{ID: req.ApiKeyId, IfMatch: req.Params.IfMatch})
+	k, err := h.svc.RevokeAPIKey(ctx, auth.CallerFrom(ctx), identity.RevokeAPIKeyInput{ID: req.ApiKeyId, IfMatch: &req.Params.IfMatch})
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func (h *InvitationHandlers) GetInvitation(ctx context.Context, req api.GetInvit
 
 // RevokeInvitation revokes a pending invitation.
 func (h *InvitationHandlers) RevokeInvitation(ctx context.Context, req api.RevokeInvitationRequestObject) (api.RevokeInvitationResponseObject, error) {
-	inv, err := h.svc.Revoke(ctx, invitation.RevokeInput{Caller: auth.CallerFrom(ctx), ID: req.InvitationId, IfMatch: req.Params.IfMatch})
+	inv, err := h.svc.Revoke(ctx, invitation.RevokeInput{Caller: auth.CallerFrom(ctx), ID: req.InvitationId, IfMatch: &req.Params.IfMatch})
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,11 @@ func TestLiveResourceLimitsMatchTheContract(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0)
 	require.Equal(t, uint64(labels.MaxSelectors), *list.Parameters[i].Value.Schema.Value.MaxItems)
 
-	idle := schemas["IdleSeconds"].Value
-	require.Equal(t, float64(template.MinIdleSeconds), *idle.Min)
-	require.Equal(t, float64(template.MaxIdleSeconds), *idle.Max)
+	for _, req := range []string{"CreateEnvironmentTemplateRequest", "UpdateEnvironmentTemplateRequest"} {
+		for _, field := range []string{"idle_stop_seconds", "idle_delete_seconds"} {
+			idle := schemas[req].Value.Properties[field].Value
+			require.Equal(t, float64(template.MinIdleSeconds), *idle.Min, "%s.%s", req, field)
+			require.Equal(t, float64(template.MaxIdleSeconds), *idle.Max, "%s.%s", req, field)
+		}
+	}
 }

@@ -62,7 +62,7 @@ func (h *MemoryHandlers) UpdateMemory(ctx context.Context, req api.UpdateMemoryR
 		return nil, errNoBody
 	}
 	m, err := h.svc.Update(ctx, auth.CallerFrom(ctx), memory.UpdateInput{
-		ID: req.MemoryId, IfMatch: req.Params.IfMatch, Name: b.Name, Description: b.Description,
+		ID: req.MemoryId, IfMatch: &req.Params.IfMatch, Name: b.Name, Description: b.Description,
 	})
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func (h *MemoryHandlers) UpdateMemory(ctx context.Context, req api.UpdateMemoryR
 
 // DeleteMemory deletes a memory and its records.
 func (h *MemoryHandlers) DeleteMemory(ctx context.Context, req api.DeleteMemoryRequestObject) (api.DeleteMemoryResponseObject, error) {
-	if err := h.svc.Delete(ctx, auth.CallerFrom(ctx), req.MemoryId, req.Params.IfMatch); err != nil {
+	if err := h.svc.Delete(ctx, auth.CallerFrom(ctx), req.MemoryId, &req.Params.IfMatch); err != nil {
 		return nil, err
 	}
 	return api.DeleteMemory204Response{}, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	mem "github.com/svcdev/svc/internal/memory"
 	"github.com/svcdev/svc/internal/provider/probe"
+	"github.com/svcdev/svc/internal/resource"
 	"github.com/svcdev/svc/internal/testfactory"
 )
 
@@ -178,6 +179,45 @@ func TestMemoriesPatch(t *testing.T) {
 	})
 	_, got, _ := b.do(t, http.MethodGet, path, nil)
 	require.EqualValues(t, 3, got["version"])
+}
+
+// TestChangesWithoutIfMatch: the contract requires If-Match on changes. Left
+// out, the change is 428 precondition_required before anything is looked up
+// (an unknown id too); empty, the service answers the same once it holds the
+// row; left out beside other faults, the 400 names it among them. Nothing
+// changes in any case.
+func TestChangesWithoutIfMatch(t *testing.T) {
+	t.Parallel()
+	b := setupMemories(t)
+	m := b.mustMemory(t, map[string]any{"name": "notes", "kind": "builtin"})
+	path := memoriesPath + "/" + m["id"].(string)
+
+	for name, tc := range map[string]struct {
+		method, path string
+		body         map[string]any
+		header       []string
+	}{
+		"patch left out":     {http.MethodPatch, path, map[string]any{"name": "x"}, nil},
+		"patch empty":        {http.MethodPatch, path, map[string]any{"name": "x"}, []string{"If-Match", ""}},
+		"delete left out":    {http.MethodDelete, path, nil, nil},
+		"unknown left out":   {http.MethodPatch, memoriesPath + "/mem_01jd5v6w1q3yb8j8y3tn9z2k7h", map[string]any{"name": "x"}, nil},
+		"archive left out":   {http.MethodPost, "/api/v1/agents/ap_01jd5v6w1q3yb8j8y3tn9z2k7h/archive", nil, nil},
+		"rotate left out":    {http.MethodPost, "/api/v1/subscriptions/sub_01jd5v6w1q3yb8j8y3tn9z2k7h/rotate-secret", nil, nil},
+		"workspace left out": {http.MethodPatch, "/api/v1/workspaces/" + b.admin.WorkspaceID, map[string]any{"name": "x"}, nil},
+	} {
+		status, out, _ := b.do(t, tc.method, tc.path, tc.body, tc.header...)
+		require.Equal(t, http.StatusPreconditionRequired, status, "%s: %v", name, out)
+		require.Equal(t, "precondition_required", errorCode(t, out), name)
+		require.Equal(t, resource.IfMatchRequired, errorMessage(t, out), name)
+	}
+
+	status, out, _ := b.do(t, http.MethodPatch, path, map[string]any{"name": "x", "colour": "red"})
+	require.Equal(t, http.StatusBadRequest, status, out)
+	require.Equal(t, "invalid_argument", errorCode(t, out))
+	require.ElementsMatch(t, []string{"If-Match", "colour"}, fields(t, out))
+
+	_, got, _ := b.do(t, http.MethodGet, path, nil)
+	require.Equal(t, m, got, "nothing changed")
 }
 
 func TestMemoriesDelete(t *testing.T) {

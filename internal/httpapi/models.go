@@ -59,7 +59,7 @@ func (h *ModelHandlers) UpdateModel(ctx context.Context, req api.UpdateModelRequ
 		return nil, errNoBody
 	}
 	m, err := h.svc.Update(ctx, auth.CallerFrom(ctx), model.UpdateInput{
-		Key: req.Key, IfMatch: req.Params.IfMatch, ProviderID: b.ProviderId, API: b.Api, Model: b.Model,
+		Key: req.Key, IfMatch: &req.Params.IfMatch, ProviderID: b.ProviderId, API: b.Api, Model: b.Model,
 		Settings: mapOrNil(b.Settings), Enabled: b.Enabled,
 		SetContextWindow: b.ContextWindow.IsSpecified(), ContextWindow: valueOrNil(b.ContextWindow),
 	})

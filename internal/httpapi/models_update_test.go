@@ -9,16 +9,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/gen/client"
+	"github.com/svcdev/svc/internal/apitest"
 )
 
 // patch sends a PATCH of a model with If-Match etag ("" for none).
 func (b *modelsBundle) patch(t *testing.T, api *client.ClientWithResponses, key, etag string, body client.UpdateModelRequest) *client.UpdateModelResponse {
 	t.Helper()
-	params := &client.UpdateModelParams{}
-	if etag != "" {
-		params.IfMatch = &etag
+	var edit []client.RequestEditorFn
+	if etag == "" {
+		edit = append(edit, apitest.WithoutIfMatch)
 	}
-	resp, err := api.UpdateModelWithResponse(t.Context(), key, params, body)
+	resp, err := api.UpdateModelWithResponse(t.Context(), key, &client.UpdateModelParams{IfMatch: etag}, body, edit...)
 	require.NoError(t, err)
 	return resp
 }
@@ -158,14 +159,17 @@ func TestModelsAcrossWorkspaces(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, g.StatusCode())
 		require.Empty(t, g.HTTPResponse.Header.Get("ETag"))
 		bodies = append(bodies, g.JSON404.Error.Message)
-		for _, etag := range []string{"", modelETag(m), "*"} {
+		// Without If-Match, refused before any model is looked up.
+		u := b.patch(t, other, key, "", client.UpdateModelRequest{Enabled: &on})
+		require.Equal(t, http.StatusPreconditionRequired, u.StatusCode(), "key %s", key)
+		for _, etag := range []string{modelETag(m), "*"} {
 			u := b.patch(t, other, key, etag, client.UpdateModelRequest{Enabled: &on})
 			require.Equal(t, http.StatusNotFound, u.StatusCode(), "key %s etag %q", key, etag)
 			require.Empty(t, u.HTTPResponse.Header.Get("ETag"))
 			bodies = append(bodies, u.JSON404.Error.Message)
 		}
 	}
-	require.Equal(t, bodies[:4], bodies[4:], "the same answers as for a missing model")
+	require.Equal(t, bodies[:3], bodies[3:], "the same answers as for a missing model")
 	l, err := other.ListModelsWithResponse(t.Context(), nil)
 	require.NoError(t, err)
 	require.Empty(t, l.JSON200.Items)

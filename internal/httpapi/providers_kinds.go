@@ -56,7 +56,7 @@ func (h *ProviderHandlers) UpdateModelProvider(ctx context.Context, req api.Upda
 		return nil, errNoBody
 	}
 	v, etag, err := h.update(ctx, catalog.KindModel, provider.UpdateInput{
-		ID: req.ProviderId, IfMatch: req.Params.IfMatch, Enabled: b.Enabled, Name: b.Name, Config: mapOrNil(b.Config),
+		ID: req.ProviderId, IfMatch: &req.Params.IfMatch, Enabled: b.Enabled, Name: b.Name, Config: mapOrNil(b.Config),
 		Credential: change(b.Credential), ExtraHeaders: change(b.ExtraHeaders),
 	})
 	if err != nil {
@@ -98,7 +98,7 @@ func (h *ProviderHandlers) GetWebProvider(ctx context.Context, req api.GetWebPro
 
 // UpdateWebProvider changes a web provider.
 func (h *ProviderHandlers) UpdateWebProvider(ctx context.Context, req api.UpdateWebProviderRequestObject) (api.UpdateWebProviderResponseObject, error) {
-	in, err := updateInput(req.ProviderId, req.Params.IfMatch, req.Body)
+	in, err := updateInput(req.ProviderId, &req.Params.IfMatch, req.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (h *ProviderHandlers) GetEnvironmentProvider(ctx context.Context, req api.G
 
 // UpdateEnvironmentProvider changes a environment provider.
 func (h *ProviderHandlers) UpdateEnvironmentProvider(ctx context.Context, req api.UpdateEnvironmentProviderRequestObject) (api.UpdateEnvironmentProviderResponseObject, error) {
-	in, err := updateInput(req.ProviderId, req.Params.IfMatch, req.Body)
+	in, err := updateInput(req.ProviderId, &req.Params.IfMatch, req.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,7 @@ func (h *ProviderHandlers) GetConnectorProvider(ctx context.Context, req api.Get
 
 // UpdateConnectorProvider changes a connector provider.
 func (h *ProviderHandlers) UpdateConnectorProvider(ctx context.Context, req api.UpdateConnectorProviderRequestObject) (api.UpdateConnectorProviderResponseObject, error) {
-	in, err := updateInput(req.ProviderId, req.Params.IfMatch, req.Body)
+	in, err := updateInput(req.ProviderId, &req.Params.IfMatch, req.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (h *ProviderHandlers) GetMemoryProvider(ctx context.Context, req api.GetMem
 
 // UpdateMemoryProvider changes a memory provider.
 func (h *ProviderHandlers) UpdateMemoryProvider(ctx context.Context, req api.UpdateMemoryProviderRequestObject) (api.UpdateMemoryProviderResponseObject, error) {
-	in, err := updateInput(req.ProviderId, req.Params.IfMatch, req.Body)
+	in, err := updateInput(req.ProviderId, &req.Params.IfMatch, req.Body)
 	if err != nil {
 		return nil, err
 	}

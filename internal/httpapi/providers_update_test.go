@@ -42,11 +42,11 @@ func (b *providersBundle) createModel(t *testing.T) client.Provider {
 // patchModel sends a PATCH with If-Match etag ("" for none).
 func (b *providersBundle) patchModel(t *testing.T, id, etag string, body client.UpdateModelProviderRequest) *client.UpdateModelProviderResponse {
 	t.Helper()
-	params := &client.UpdateModelProviderParams{}
-	if etag != "" {
-		params.IfMatch = &etag
+	var edit []client.RequestEditorFn
+	if etag == "" {
+		edit = append(edit, apitest.WithoutIfMatch)
 	}
-	resp, err := b.api.UpdateModelProviderWithResponse(t.Context(), id, params, body)
+	resp, err := b.api.UpdateModelProviderWithResponse(t.Context(), id, &client.UpdateModelProviderParams{IfMatch: etag}, body, edit...)
 	require.NoError(t, err)
 	require.NotContains(t, string(resp.Body), secretKey)
 	return resp
@@ -182,7 +182,8 @@ func TestProvidersPatchPreconditions(t *testing.T) {
 	require.Equal(t, 2, got.JSON200.Version)
 	require.Equal(t, 2, b.auditCount(t, p.Id))
 
-	// Another workspace's id is 404 with and without If-Match, like a missing one.
+	// Another workspace's id is 404 whatever If-Match says, like a missing one;
+	// without If-Match both are refused before anything is looked up.
 	ws, err := b.api.CreateWorkspaceWithResponse(t.Context(), nil, client.CreateWorkspaceRequest{Name: "other"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, ws.StatusCode(), string(ws.Body))
@@ -194,13 +195,17 @@ func TestProvidersPatchPreconditions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, g.StatusCode())
 		require.Empty(t, g.HTTPResponse.Header.Get("ETag"))
-		for _, etag := range []*string{nil, new(etagOf(*got.JSON200))} {
+		for _, etag := range []string{"*", etagOf(*got.JSON200)} {
 			u, err := other.UpdateModelProviderWithResponse(t.Context(), target, &client.UpdateModelProviderParams{IfMatch: etag},
 				client.UpdateModelProviderRequest{Name: &name})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusNotFound, u.StatusCode())
 			bodies = append(bodies, u.JSON404.Error.Message)
 		}
+		u, err := other.UpdateModelProviderWithResponse(t.Context(), target, &client.UpdateModelProviderParams{},
+			client.UpdateModelProviderRequest{Name: &name}, apitest.WithoutIfMatch)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusPreconditionRequired, u.StatusCode())
 	}
 	require.Equal(t, bodies[0], bodies[2], "the same answer as for a missing provider")
 	l, err := other.ListModelProvidersWithResponse(t.Context(), nil)

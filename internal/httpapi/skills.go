@@ -63,7 +63,7 @@ func (h *SkillHandlers) UpdateSkill(ctx context.Context, req api.UpdateSkillRequ
 		return nil, errNoBody
 	}
 	a, err := h.svc.Update(ctx, auth.CallerFrom(ctx), revision.UpdateInput{
-		ID: req.SkillId, IfMatch: req.Params.IfMatch, Name: b.Name, Description: descriptionIn(b.Description),
+		ID: req.SkillId, IfMatch: &req.Params.IfMatch, Name: b.Name, Description: descriptionIn(b.Description),
 		Labels: labelsIn(b.Labels), DefaultRevisionID: b.DefaultRevisionId,
 	})
 	if err != nil {
@@ -75,7 +75,7 @@ func (h *SkillHandlers) UpdateSkill(ctx context.Context, req api.UpdateSkillRequ
 
 // ArchiveSkill archives a skill.
 func (h *SkillHandlers) ArchiveSkill(ctx context.Context, req api.ArchiveSkillRequestObject) (api.ArchiveSkillResponseObject, error) {
-	a, err := h.svc.Archive(ctx, auth.CallerFrom(ctx), req.SkillId, req.Params.IfMatch)
+	a, err := h.svc.Archive(ctx, auth.CallerFrom(ctx), req.SkillId, &req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (h *SkillHandlers) ArchiveSkill(ctx context.Context, req api.ArchiveSkillRe
 
 // UnarchiveSkill makes an archived skill active again.
 func (h *SkillHandlers) UnarchiveSkill(ctx context.Context, req api.UnarchiveSkillRequestObject) (api.UnarchiveSkillResponseObject, error) {
-	a, err := h.svc.Unarchive(ctx, auth.CallerFrom(ctx), req.SkillId, req.Params.IfMatch)
+	a, err := h.svc.Unarchive(ctx, auth.CallerFrom(ctx), req.SkillId, &req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func (h *SubscriptionHandlers) UpdateSubscription(ctx context.Context, req api.U
 		return nil, errNoBody
 	}
 	in := subscription.UpdateInput{
-		ID: req.SubscriptionId, IfMatch: req.Params.IfMatch, URL: b.Url, Enabled: b.Enabled, Description: b.Description,
+		ID: req.SubscriptionId, IfMatch: &req.Params.IfMatch, URL: b.Url, Enabled: b.Enabled, Description: b.Description,
 	}
 	if b.EventTypes != nil {
 		in.EventTypes = eventTypes(*b.EventTypes)
@@ -72,7 +72,7 @@ func (h *SubscriptionHandlers) UpdateSubscription(ctx context.Context, req api.U
 
 // DeleteSubscription deletes a subscription.
 func (h *SubscriptionHandlers) DeleteSubscription(ctx context.Context, req api.DeleteSubscriptionRequestObject) (api.DeleteSubscriptionResponseObject, error) {
-	if err := h.svc.Delete(ctx, auth.CallerFrom(ctx), req.SubscriptionId, req.Params.IfMatch); err != nil {
+	if err := h.svc.Delete(ctx, auth.CallerFrom(ctx), req.SubscriptionId, &req.Params.IfMatch); err != nil {
 		return nil, err
 	}
 	return api.DeleteSubscription204Response{}, nil
@@ -80,7 +80,7 @@ func (h *SubscriptionHandlers) DeleteSubscription(ctx context.Context, req api.D
 
 // RotateSubscriptionSecret replaces a subscription's signing secret.
 func (h *SubscriptionHandlers) RotateSubscriptionSecret(ctx context.Context, req api.RotateSubscriptionSecretRequestObject) (api.RotateSubscriptionSecretResponseObject, error) {
-	s, err := h.svc.RotateSecret(ctx, auth.CallerFrom(ctx), req.SubscriptionId, req.Params.IfMatch)
+	s, err := h.svc.RotateSecret(ctx, auth.CallerFrom(ctx), req.SubscriptionId, &req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}

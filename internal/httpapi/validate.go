@@ -11,6 +11,7 @@ import (
 	echomw "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/svcdev/svc/internal/apperr"
+	"github.com/svcdev/svc/internal/resource"
 )
 
 func init() {
@@ -21,9 +22,10 @@ func init() {
 
 // requestValidator checks every API request against the contract before a handler
 // runs: path and query parameters, headers and the body. Failures become 400
-// invalid_argument with the offending fields in details.
+// invalid_argument with the offending fields in details, except a change whose
+// only fault is a missing If-Match, which is 428 precondition_required.
 func requestValidator(spec *openapi3.T, auth openapi3filter.AuthenticationFunc) echo.MiddlewareFunc {
-	return echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
+	validate := echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		// The contract's paths are absolute, so the validator needs no prefix (and
 		// must not use Options.Prefix: it hands handlers a closed body).
 		SilenceServersWarning: true,
@@ -41,6 +43,22 @@ func requestValidator(spec *openapi3.T, auth openapi3filter.AuthenticationFunc) 
 			return validationError(err)
 		},
 	})
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		validated := validate(next)
+		return func(c echo.Context) error {
+			dropEmptyIfMatch(c.Request())
+			return validated(c)
+		}
+	}
+}
+
+// dropEmptyIfMatch removes an If-Match header that holds nothing but spaces. It
+// names no precondition, so the request is answered as one without the header
+// (428 on a change) rather than as a malformed one.
+func dropEmptyIfMatch(r *http.Request) {
+	if v, ok := r.Header["If-Match"]; ok && strings.TrimSpace(strings.Join(v, "")) == "" {
+		r.Header.Del("If-Match")
+	}
 }
 
 // validationError maps the validator's error to the service's taxonomy.
@@ -63,6 +81,9 @@ func validationError(he *echo.HTTPError) error {
 	if he.Code >= 500 {
 		return apperr.Wrap(apperr.KindInternal, "internal error", he)
 	}
+	if onlyIfMatchMissing(he.Internal) {
+		return apperr.Wrap(apperr.KindPreconditionRequired, resource.IfMatchRequired, he.Internal)
+	}
 	var details []apperr.Detail
 	collectDetails(he.Internal, &details)
 	if len(details) == 0 {
@@ -71,6 +92,25 @@ func validationError(he *echo.HTTPError) error {
 	e := apperr.InvalidArgument("request is invalid", details...)
 	e.Err = he.Internal
 	return e
+}
+
+// onlyIfMatchMissing reports whether every fault the validator found is the
+// absence of the If-Match header that the contract requires on changes. Such a
+// request is answered as the services answer an empty If-Match (428); with
+// other faults it is a 400 that names If-Match among them.
+func onlyIfMatchMissing(err error) bool {
+	errs, ok := err.(openapi3.MultiError)
+	if !ok {
+		errs = openapi3.MultiError{err}
+	}
+	for _, e := range errs {
+		re, ok := e.(*openapi3filter.RequestError)
+		if !ok || re.Parameter == nil || re.Parameter.In != openapi3.ParameterInHeader ||
+			http.CanonicalHeaderKey(re.Parameter.Name) != "If-Match" || !errors.Is(re.Err, openapi3filter.ErrInvalidRequired) {
+			return false
+		}
+	}
+	return len(errs) > 0
 }
 
 // collectDetails flattens the validator's errors into details. kin-openapi nests

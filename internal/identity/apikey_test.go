@@ -145,7 +145,8 @@ func TestRevokeAPIKey(t *testing.T) {
 }
 
 // TestKeysOfOtherWorkspacesAreAbsent: revoking a key of another workspace or
-// organization answers 404, with or without If-Match, and the key keeps working.
+// organization answers 404, as for an absent key (428 without If-Match, before
+// any lookup), and the key keeps working.
 func TestKeysOfOtherWorkspacesAreAbsent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -155,8 +156,12 @@ func TestKeysOfOtherWorkspacesAreAbsent(t *testing.T) {
 
 	for _, keyID := range []string{other.Owner.KeyID, sibling, "key_01jd5v6w1q3yb8j8y3tn9z2k7h"} {
 		for _, hdr := range [][]string{nil, {"If-Match", "*"}, {"If-Match", keyID + ":1"}} {
+			want, code := http.StatusNotFound, "not_found"
+			if hdr == nil {
+				want, code = http.StatusPreconditionRequired, "precondition_required"
+			}
 			resp := b.do(t, b.admin.APIKey, http.MethodPost, "/api/v1/api-keys/"+keyID+"/revoke", nil, hdr...)
-			require.Equal(t, "not_found", errorCode(t, resp, http.StatusNotFound))
+			require.Equal(t, code, errorCode(t, resp, want))
 		}
 	}
 	require.Equal(t, http.StatusOK, status(t, b.do(t, other.Owner.Token, http.MethodGet, "/api/v1/me", nil)))

@@ -228,7 +228,8 @@ func TestConcurrentDemotionsKeepAnAdmin(t *testing.T) {
 }
 
 // TestMembersOfOtherWorkspacesAreAbsent: a principal of another workspace (even
-// of the same organization) is not a member here: 404, nothing changes.
+// of the same organization) is not a member here: 404 (428 without If-Match,
+// before any lookup), nothing changes.
 func TestMembersOfOtherWorkspacesAreAbsent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -238,10 +239,14 @@ func TestMembersOfOtherWorkspacesAreAbsent(t *testing.T) {
 
 	for _, pri := range []string{other.Owner.PrincipalID, sibling.PrincipalID} {
 		for _, hdr := range [][]string{nil, {"If-Match", "*"}, {"If-Match", pri + ":1"}} {
+			want, code := http.StatusNotFound, "not_found"
+			if hdr == nil {
+				want, code = http.StatusPreconditionRequired, "precondition_required"
+			}
 			resp := b.do(t, b.admin.APIKey, http.MethodPatch, "/api/v1/members/"+pri, map[string]any{"role": "viewer"}, hdr...)
-			require.Equal(t, "not_found", errorCode(t, resp, http.StatusNotFound))
+			require.Equal(t, code, errorCode(t, resp, want))
 			resp = b.do(t, b.admin.APIKey, http.MethodDelete, "/api/v1/members/"+pri, nil, hdr...)
-			require.Equal(t, "not_found", errorCode(t, resp, http.StatusNotFound))
+			require.Equal(t, code, errorCode(t, resp, want))
 		}
 	}
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM workspace_member WHERE principal_id = $1 AND role = 'admin'", other.Owner.PrincipalID))

@@ -177,7 +177,7 @@ func TestAcceptRefusesUnusableTokens(t *testing.T) {
 	require.Contains(t, decodeError(t, resp.Body).Message, "expired")
 
 	revoked := b.inviteOrganization(t, "revoked@example.com", "member")
-	rev, err := b.api.RevokeInvitationWithResponse(t.Context(), revoked.Invitation.Id, &client.RevokeInvitationParams{IfMatch: ptr("*")})
+	rev, err := b.api.RevokeInvitationWithResponse(t.Context(), revoked.Invitation.Id, &client.RevokeInvitationParams{IfMatch: "*"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, rev.StatusCode())
 	resp = b.accept(t, body(b.keepToken(t, revoked.InvitationUrl)))

@@ -206,7 +206,7 @@ func TestCreateInvitationConflicts(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, get.StatusCode(), "the expired invitation was replaced")
 
 		rev, err := b.api.RevokeInvitationWithResponse(t.Context(), second.Invitation.Id,
-			&client.RevokeInvitationParams{IfMatch: ptr(`"` + second.Invitation.Id + `:1"`)})
+			&client.RevokeInvitationParams{IfMatch: `"` + second.Invitation.Id + `:1"`})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, rev.StatusCode())
 		b.inviteWorkspace(t, "ada@example.com", "viewer")

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/gen/client"
+	"github.com/svcdev/svc/internal/apitest"
 	"github.com/svcdev/svc/internal/testfactory"
 )
 
@@ -61,16 +62,16 @@ func TestGetAndRevokeInvitation(t *testing.T) {
 	require.Equal(t, created.Invitation, *get.JSON200)
 	require.Equal(t, `"`+id+`:1"`, get.HTTPResponse.Header.Get("ETag"))
 
-	revoke := func(ifMatch *string) *client.RevokeInvitationResponse {
+	revoke := func(ifMatch string, edit ...client.RequestEditorFn) *client.RevokeInvitationResponse {
 		t.Helper()
-		resp, err := b.api.RevokeInvitationWithResponse(t.Context(), id, &client.RevokeInvitationParams{IfMatch: ifMatch})
+		resp, err := b.api.RevokeInvitationWithResponse(t.Context(), id, &client.RevokeInvitationParams{IfMatch: ifMatch}, edit...)
 		require.NoError(t, err)
 		return resp
 	}
-	require.Equal(t, http.StatusPreconditionRequired, revoke(nil).StatusCode())
-	require.Equal(t, http.StatusPreconditionFailed, revoke(ptr(`"`+id+`:7"`)).StatusCode())
+	require.Equal(t, http.StatusPreconditionRequired, revoke("", apitest.WithoutIfMatch).StatusCode())
+	require.Equal(t, http.StatusPreconditionFailed, revoke(`"`+id+`:7"`).StatusCode())
 
-	done := revoke(ptr(`"` + id + `:1"`))
+	done := revoke(`"` + id + `:1"`)
 	require.Equal(t, http.StatusOK, done.StatusCode())
 	require.False(t, done.JSON200.RevokedAt.IsNull())
 	require.True(t, done.JSON200.AcceptedAt.IsNull())
@@ -78,7 +79,7 @@ func TestGetAndRevokeInvitation(t *testing.T) {
 	require.Equal(t, `"`+id+`:2"`, done.HTTPResponse.Header.Get("ETag"))
 
 	// Revoking again changes nothing, even with the ETag the first revoke used.
-	again := revoke(ptr(id + ":1"))
+	again := revoke(id + ":1")
 	require.Equal(t, http.StatusOK, again.StatusCode())
 	require.Equal(t, *done.JSON200, *again.JSON200)
 	var audits int
@@ -93,7 +94,7 @@ func TestGetAndRevokeInvitation(t *testing.T) {
 	requireConfirmationSent(t, acc.StatusCode(), acc.Body)
 	status, _ := b.followLink(t, b.mailsTo(t, "grace@example.com")[0].Link)
 	require.Equal(t, http.StatusSeeOther, status)
-	resp, err := b.api.RevokeInvitationWithResponse(t.Context(), accepted.Invitation.Id, &client.RevokeInvitationParams{IfMatch: ptr("*")})
+	resp, err := b.api.RevokeInvitationWithResponse(t.Context(), accepted.Invitation.Id, &client.RevokeInvitationParams{IfMatch: "*"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusConflict, resp.StatusCode())
 	require.Equal(t, "conflict", decodeError(t, resp.Body).Code)
@@ -157,11 +158,11 @@ func TestInvitationsAcrossTenants(t *testing.T) {
 		{"GetOrgInvitationAsWorkspaceAdmin", http.MethodGet, "/api/v1/invitations/" + ownOrgInv, nil, []string{"Authorization", "Bearer " + wsAdmin.Token}},
 		{"GetAbsent", http.MethodGet, "/api/v1/invitations/" + absent, nil, adminAuth},
 	}
-	for _, target := range []string{otherWS.JSON201.Invitation.Id, otherOrg.JSON201.Invitation.Id, sibInv.JSON201.Invitation.Id, absent} {
+	targets := []string{otherWS.JSON201.Invitation.Id, otherOrg.JSON201.Invitation.Id, sibInv.JSON201.Invitation.Id, absent}
+	for _, target := range targets {
 		path := "/api/v1/invitations/" + target + "/revoke"
 		cases = append(cases,
-			crossCase{"RevokeWithIfMatch " + target, http.MethodPost, path, nil, append([]string{"If-Match", `"` + target + `:1"`}, adminAuth...)},
-			crossCase{"RevokeWithoutIfMatch " + target, http.MethodPost, path, nil, adminAuth})
+			crossCase{"RevokeWithIfMatch " + target, http.MethodPost, path, nil, append([]string{"If-Match", `"` + target + `:1"`}, adminAuth...)})
 	}
 	cases = append(cases, crossCase{"RevokeOrgInvitationAsWorkspaceAdmin", http.MethodPost, "/api/v1/invitations/" + ownOrgInv + "/revoke", nil,
 		[]string{"Authorization", "Bearer " + wsAdmin.Token, "If-Match", "*"}})
@@ -171,6 +172,12 @@ func TestInvitationsAcrossTenants(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, resp.StatusCode, tc.name)
 		require.Empty(t, resp.Header.Get("ETag"), tc.name)
 		require.Equal(t, "not_found", readError(t, resp).Code, tc.name)
+	}
+	// Without If-Match, a revoke is refused before any invitation is looked up.
+	for _, target := range targets {
+		resp := b.h.Do(t, http.MethodPost, "/api/v1/invitations/"+target+"/revoke", nil, adminAuth...)
+		require.Equal(t, http.StatusPreconditionRequired, resp.StatusCode, target)
+		require.Equal(t, "precondition_required", readError(t, resp).Code, target)
 	}
 
 	// Nothing changed on the other side.

@@ -17,13 +17,17 @@ func ETag(id string, version int32) string {
 	return `"` + id + ":" + strconv.FormatInt(int64(version), 10) + `"`
 }
 
+// IfMatchRequired is the message of the 428 answer to a change sent without
+// If-Match, whether the API's request validator or CheckIfMatch finds it.
+const IfMatchRequired = "this change needs an If-Match header with the resource's ETag"
+
 // CheckIfMatch enforces a change's precondition: a missing If-Match is 428, one
 // that names another version is 412. It accepts the quoted or the bare form, a
 // list of tags, and `*`. The caller compares against the row it holds locked, so
 // the check and the write cannot be separated by another writer.
 func CheckIfMatch(ifMatch *string, id string, version int32) error {
 	if ifMatch == nil || strings.TrimSpace(*ifMatch) == "" {
-		return apperr.New(apperr.KindPreconditionRequired, "this change needs an If-Match header with the resource's ETag")
+		return apperr.New(apperr.KindPreconditionRequired, IfMatchRequired)
 	}
 	want := id + ":" + strconv.FormatInt(int64(version), 10)
 	for _, tag := range strings.Split(*ifMatch, ",") {

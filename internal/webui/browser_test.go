@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -24,10 +25,13 @@ import (
 )
 
 // testSpec is the OpenAPI document the browser test feeds to Scalar. The
-// test looks for its title and operation summary in the rendered DOM.
+// test looks for its title and operation summary in the rendered DOM, and for
+// the request example at the page's own origin: the server "/" is relative,
+// as the contract's first server is.
 const testSpec = `{
   "openapi": "3.0.3",
   "info": {"title": "svc webui test", "version": "1.0.0"},
+  "servers": [{"url": "/"}, {"url": "{origin}", "variables": {"origin": {"default": "http://127.0.0.1:8080"}}}],
   "paths": {
     "/healthz": {
       "get": {
@@ -91,6 +95,10 @@ func TestDocsPageInRealBrowser(t *testing.T) {
 	dom := stdout.String()
 	require.Contains(t, dom, "Liveness probe", "Scalar did not render the operation; DOM:\n%s", tail(dom))
 	require.Contains(t, dom, "svc webui test", "Scalar did not render the spec title")
+	// The example's text, without the spans that highlight it.
+	text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(dom, "")
+	require.True(t, strings.Contains(text, "curl "+srv.URL+"/healthz"),
+		"the request example is not at the page's own origin (%s); DOM:\n%s", srv.URL, tail(dom))
 }
 
 // requireChromium returns Chromium's path. A missing browser fails the test,
