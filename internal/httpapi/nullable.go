@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/svcdev/svc/internal/timestamp"
+
 	"time"
 
 	"github.com/oapi-codegen/nullable"
@@ -8,11 +10,11 @@ import (
 
 // nullableTime maps an optional time to a member that is null when absent
 // (views never omit members).
-func nullableTime(t *time.Time) nullable.Nullable[time.Time] {
+func nullableTime(t *time.Time) nullable.Nullable[timestamp.Time] {
 	if t == nil {
-		return nullable.NewNullNullable[time.Time]()
+		return nullable.NewNullNullable[timestamp.Time]()
 	}
-	return nullable.NewNullableWithValue(t.UTC())
+	return nullable.NewNullableWithValue(timestamp.Of(*t))
 }
 
 // nullableString maps an optional string to a member that is null when absent.
