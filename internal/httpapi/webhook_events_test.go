@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcdev/svc/gen/client"
 	"github.com/svcdev/svc/internal/apitest"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/llm/llmtest"
@@ -175,6 +176,31 @@ func TestWebhookEventsMatchTheContract(t *testing.T) {
 			require.JSONEq(t, string(r.Body), string(payload))
 		})
 	}
+
+	// The typed Go client tells the members apart by their discriminator.
+	page, err := b.api.ListThreadEventsWithResponse(ctx, ok["thread_id"].(string), nil)
+	require.NoError(t, err)
+	require.NotNil(t, page.JSON200, string(page.Body))
+	var statuses []client.RunStatus
+	for _, e := range page.JSON200.Items {
+		v, err := e.ValueByDiscriminator()
+		require.NoError(t, err)
+		switch v := v.(type) {
+		case client.RunStatusEvent:
+			require.Equal(t, client.RunStatusEventTypeRunStatus, v.Type)
+			statuses = append(statuses, v.Data.Status)
+		case client.ToolCallEvent:
+			require.Equal(t, "run_command", v.Data.Name)
+		}
+	}
+	require.Equal(t, []client.RunStatus{client.RunStatusAccepted, client.RunStatusRunning, client.RunStatusSucceeded,
+		client.RunStatusAccepted, client.RunStatusRunning, client.RunStatusFailed}, statuses)
+	dlv, err := b.api.GetDeliveryWithResponse(ctx, reqs[0].Header.Get("webhook-id"))
+	require.NoError(t, err)
+	require.NotNil(t, dlv.JSON200, string(dlv.Body))
+	typ, err := dlv.JSON200.Payload.Discriminator()
+	require.NoError(t, err)
+	require.EqualValues(t, dlv.JSON200.EventType, typ)
 
 	// The threads' events: listed (the client checks every page against the
 	// contract) and streamed, each against its own schema.
