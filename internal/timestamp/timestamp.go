@@ -27,6 +27,16 @@ func Format(t time.Time) string {
 	return t.UTC().Truncate(time.Microsecond).Format(Layout)
 }
 
+// IsFormatted reports whether s is in the written form (as Format writes
+// it), so that a reader of text written elsewhere knows whether to rewrite it.
+func IsFormatted(s string) bool {
+	if len(s) != len(Layout) {
+		return false
+	}
+	_, err := time.Parse(Layout, s)
+	return err == nil
+}
+
 // Time is a time.Time that encodes to JSON and text as Format does and
 // decodes from any RFC 3339 time. The generated API types use it for every
 // date-time member (oapi-codegen.yaml, type-mapping).

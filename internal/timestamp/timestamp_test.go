@@ -33,6 +33,7 @@ func TestFormatIsOneFixedForm(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tc.want, timestamp.Format(tc.in))
 			require.Regexp(t, pattern, tc.want)
+			require.True(t, timestamp.IsFormatted(tc.want))
 			b, err := json.Marshal(struct {
 				At  timestamp.Time  `json:"at"`
 				Opt *timestamp.Time `json:"opt"`
@@ -63,6 +64,10 @@ func TestReadAcceptsAnyRFC3339(t *testing.T) {
 	require.Error(t, json.Unmarshal([]byte(`1767322800`), &v))
 	require.NoError(t, v.UnmarshalText([]byte("2026-01-02T03:04:05.1Z")))
 	require.Equal(t, "2026-01-02T03:04:05.100000Z", v.String())
+	for _, other := range []string{"2026-01-02T03:04:05.1Z", "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123456789Z",
+		"2026-01-02T03:04:05.123456+00:00", "2026-01-02 03:04:05.123456Z", ""} {
+		require.False(t, timestamp.IsFormatted(other), other)
+	}
 	require.Nil(t, timestamp.Ptr(nil))
 	require.Nil(t, timestamp.StdPtr(nil))
 	p := timestamp.StdPtr(&v)
