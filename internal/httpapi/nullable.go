@@ -1,11 +1,11 @@
 package httpapi
 
 import (
-	"github.com/svcdev/svc/internal/timestamp"
-
 	"time"
 
 	"github.com/oapi-codegen/nullable"
+
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // nullableTime maps an optional time to a member that is null when absent

@@ -21,8 +21,7 @@ const Layout = "2006-01-02T15:04:05.000000Z"
 const Pattern = `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$`
 
 // Format writes t in UTC with six fractional digits; digits beyond the
-// microsecond are dropped (truncated, as PostgreSQL would round them away
-// on the way in: a time read back from the database has none).
+// microsecond are dropped (a time read from PostgreSQL has none to drop).
 func Format(t time.Time) string {
 	return t.UTC().Truncate(time.Microsecond).Format(Layout)
 }
