@@ -111,8 +111,10 @@ SELECT pg_advisory_xact_lock(hashtextextended('svc.run_claim', 0));
 -- joins over the whole table;
 -- and, for each, its attempt row, its run.status event after the thread's
 -- last one, and on a first attempt one run.started webhook delivery per
--- subscription that wants it (FOR KEY SHARE, as webhook.Emit does). It
--- answers the leased runs with their event's number, time and data.
+-- subscription that wants it (FOR KEY SHARE, as webhook.Emit does), its
+-- body as webhook.Emit and lifecycle.emit write one (timestamp in UTC with
+-- six fractional digits, as package timestamp writes it). It answers the
+-- leased runs with their event's number, time and data.
 -- name: RunClaim :many
 WITH RECURSIVE ws AS (
     (SELECT r.workspace_id FROM run r
@@ -189,7 +191,8 @@ WITH RECURSIVE ws AS (
         jsonb_build_object('type', 'run.started',
             'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
             'data', jsonb_build_object('run_id', leased.id, 'thread_id', leased.thread_id, 'agent_id', leased.agent_id,
-                'revision_id', leased.revision_id, 'status', leased.status, 'attempts_used', leased.attempts_used)),
+                'revision_id', leased.revision_id, 'status', leased.status, 'attempts_used', leased.attempts_used,
+                'error', leased.error)),
         subs.id, 'run.started'
     FROM leased
     JOIN subs ON subs.workspace_id = leased.workspace_id
