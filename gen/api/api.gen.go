@@ -3250,7 +3250,7 @@ type RunWebhookData struct {
 	// AttemptsUsed Attempts the run has used up.
 	AttemptsUsed int `json:"attempts_used"`
 
-	// Error Why the run failed or was cancelled; null otherwise.
+	// Error Why the run failed or was cancelled; null while it has not.
 	Error nullable.Nullable[RunError] `json:"error"`
 
 	// RevisionId The agent revision the run uses.
