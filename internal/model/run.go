@@ -112,9 +112,11 @@ func (u *Uncallable) Unwrap() error { return u.Err }
 
 // Opened is a model opened for an attempt of a run.
 type Opened struct {
-	// Model is the adapter; Name the vendor's model name.
-	Model llm.Model
-	Name  string
+	// Model is the adapter; Name the vendor's model name; ProviderType
+	// the provider's type (its catalog id).
+	Model        llm.Model
+	Name         string
+	ProviderType string
 	// ContextWindow is the model's context window in tokens: its own, else
 	// the provider type's default for its name (catalog.ContextWindow); 0
 	// when unknown.
@@ -155,7 +157,7 @@ func (s *Service) Open(ctx context.Context, workspaceID, key string, client *htt
 	if err != nil {
 		return Opened{}, &Uncallable{Key: key, Err: err}
 	}
-	o := Opened{Model: settingsModel{Model: adapter, settings: m.Settings}, Name: m.Model,
+	o := Opened{Model: settingsModel{Model: adapter, settings: m.Settings}, Name: m.Model, ProviderType: row.ProviderType,
 		ContextWindow: catalog.ContextWindow(m.Api, m.Model)}
 	if m.ContextWindow != nil {
 		o.ContextWindow = int(*m.ContextWindow)

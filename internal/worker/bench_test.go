@@ -75,7 +75,9 @@ type benchEnv struct {
 	sql     *sqlTracer
 }
 
-func newBenchEnv(b *testing.B, storeKind string, script []llmtest.Turn) *benchEnv {
+// newBenchEnv makes the environment; poolOpts edit the pool's
+// configuration after the statement counter is set.
+func newBenchEnv(b *testing.B, storeKind string, script []llmtest.Turn, poolOpts ...func(*pgxpool.Config)) *benchEnv {
 	b.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
@@ -90,6 +92,9 @@ func newBenchEnv(b *testing.B, storeKind string, script []llmtest.Turn) *benchEn
 	pcfgPool.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleInTx.Milliseconds(), 10)
 	tracer := &sqlTracer{claimStart: map[*pgx.Conn]time.Time{}}
 	pcfgPool.ConnConfig.Tracer = tracer
+	for _, o := range poolOpts {
+		o(pcfgPool)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfgPool)
 	require.NoError(b, err)
 	b.Cleanup(pool.Close)

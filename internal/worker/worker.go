@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svcdev/svc/internal/pglisten"
 	"github.com/svcdev/svc/internal/run"
@@ -44,6 +45,8 @@ type Options struct {
 	// quarter of the slots rather than one run each
 	// (worker.claim_gather_ms); zero claims for every freed slot.
 	Gather time.Duration
+	// Tracer, when set, makes a span of each attempt (tracing.go).
+	Tracer trace.Tracer
 }
 
 // Worker claims and executes runs.
