@@ -82,8 +82,8 @@ asset_bytes = 5000000000
 			},
 		},
 		{
-			name: "TracingRatioInteger",
-			file: "[tracing]\nsample_ratio = 0\n",
+			name:  "TracingRatioInteger",
+			file:  "[tracing]\nsample_ratio = 0\n",
 			check: func(t *testing.T, c *Config) { require.Equal(t, 0.0, c.Tracing.SampleRatio) },
 		},
 		{
