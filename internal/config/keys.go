@@ -11,8 +11,8 @@ import (
 type Key struct {
 	// Name is the full dotted key, such as "outbox.defaults.batch".
 	Name string
-	// Type is "string", "integer", "number", "boolean", "duration", "list of strings",
-	// "list of integers" or "object".
+	// Type is "string", "integer", "number", "boolean", "duration",
+	// "list of strings", "list of integers" or "object".
 	Type string
 	// Default is the built-in value as TOML would write it: strings and
 	// durations in double quotes ("2s"), numbers and booleans bare, lists as
