@@ -91,6 +91,8 @@ func (l *lifecycle) startRun(ctx context.Context, tx pgx.Tx, th db.Thread, in db
 		ID: id.New(id.Run), WorkspaceID: th.WorkspaceID, ThreadID: th.ID, InputID: &in.ID, AgentID: th.AgentID,
 		RevisionID: rev.ID, ModelKey: cfg.Model, SkillRevisions: skillJSON, MaxAttempts: l.maxAttempts,
 		CreatedByID: in.CreatedByID, ParentCallID: parentCallID,
+		// The run continues the trace of the request that posted its input.
+		Traceparent: in.Traceparent, Tracestate: in.Tracestate,
 	}
 	if parent != nil {
 		root, depth := treeOf(*parent)

@@ -25,8 +25,8 @@ UPDATE thread SET active_run_id = sqlc.narg('run_id'), updated_at = now() WHERE 
 UPDATE thread SET environment_id = @environment_id, updated_at = now() WHERE id = @id;
 
 -- name: InputInsert :one
-INSERT INTO thread_input (id, workspace_id, thread_id, content, created_by_id)
-VALUES (@id, @workspace_id, @thread_id, @content, @created_by_id)
+INSERT INTO thread_input (id, workspace_id, thread_id, content, created_by_id, traceparent, tracestate)
+VALUES (@id, @workspace_id, @thread_id, @content, @created_by_id, sqlc.narg('traceparent'), sqlc.narg('tracestate'))
 RETURNING *;
 
 -- name: InputGet :one
@@ -62,9 +62,10 @@ LIMIT @page_limit;
 
 -- name: RunInsert :one
 INSERT INTO run (id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions,
-    parent_run_id, parent_call_id, root_run_id, depth, max_attempts, created_by_id)
+    parent_run_id, parent_call_id, root_run_id, depth, max_attempts, created_by_id, traceparent, tracestate)
 VALUES (@id, @workspace_id, @thread_id, sqlc.narg('input_id'), @agent_id, @revision_id, @model_key, @skill_revisions,
-    sqlc.narg('parent_run_id'), sqlc.narg('parent_call_id'), sqlc.narg('root_run_id'), @depth, @max_attempts, @created_by_id)
+    sqlc.narg('parent_run_id'), sqlc.narg('parent_call_id'), sqlc.narg('root_run_id'), @depth, @max_attempts, @created_by_id,
+    sqlc.narg('traceparent'), sqlc.narg('tracestate'))
 RETURNING *;
 
 -- name: RunGet :one
@@ -206,7 +207,7 @@ SELECT leased.id, leased.workspace_id, leased.thread_id, leased.input_id, leased
     leased.attempts_used, leased.max_attempts, leased.attempt_count, leased.lease_attempt_id, leased.lease_worker,
     leased.lease_expires_at, leased.ready_at, leased.cancel_requested_at, leased.checkpoint_key, leased.step,
     leased.usage, leased.error, leased.created_by_id, leased.created_at, leased.started_at, leased.finished_at,
-    leased.updated_at, leased.waiting_calls, leased.approval_waited_seconds,
+    leased.updated_at, leased.waiting_calls, leased.approval_waited_seconds, leased.traceparent, leased.tracestate,
     events.seq AS event_seq, events.at AS event_at, events.data AS event_data,
     (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM wake)::int AS hooks,
     (extract(epoch FROM now() - coalesce(leased.started_at, now())) - leased.approval_waited_seconds)::float8 AS elapsed_seconds
