@@ -88,7 +88,7 @@ bench/bodies: build
 	eval "$$(scripts/services.sh env)" && BENCH_SVC_BIN=$(CURDIR)/bin/svc go test -v -run '^$$' -bench BenchmarkSlowBodies -benchtime 1x -count 1 -timeout 10m ./internal/httpapi
 
 ## bench/runs: the runs engine on PostgreSQL and both object stores: overhead per
-## step and its parts, 1,000 runs of 5 steps on one worker of 32 slots, and how
+## step and its parts, with tracing off and on, 1,000 runs of 5 steps on one worker of 32 slots, and how
 ## soon a crashed worker's run resumes, how soon a run starts beside a noisy
 ## workspace, what a subagent start costs, and a worker's peak memory while a
 ## model streams 200 MB (docs/performance.md, "Runs engine", "Fair claims",
@@ -96,6 +96,7 @@ bench/bodies: build
 bench/runs:
 	scripts/services.sh start
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench 'BenchmarkStepOverhead|BenchmarkEngineParts' -benchtime 20x -count 1 ./internal/worker
+	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkStepTracing -benchtime 20x -count 3 ./internal/worker
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkThousandRuns -benchtime 1x -count 1 -timeout 30m ./internal/worker
 	eval "$$(scripts/services.sh env)" && go test -v -run '^$$' -bench BenchmarkCrashResume -benchtime 5x -count 1 -timeout 30m ./internal/worker
 	eval "$$(scripts/services.sh env)" && go test -run '^$$' -bench BenchmarkStartChild -benchtime 200x -count 1 ./internal/run

@@ -7,15 +7,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // Defines values for AgentConfigContextStrategy.
@@ -66,6 +67,21 @@ func (e AgentContextStrategy) Valid() bool {
 	case AgentContextStrategySummarize:
 		return true
 	case AgentContextStrategyTruncate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentRevisionPublishedWebhookEventType.
+const (
+	AgentRevisionPublishedWebhookEventTypeAgentRevisionPublished AgentRevisionPublishedWebhookEventType = "agent.revision_published"
+)
+
+// Valid indicates whether the value is a known member of the AgentRevisionPublishedWebhookEventType enum.
+func (e AgentRevisionPublishedWebhookEventType) Valid() bool {
+	switch e {
+	case AgentRevisionPublishedWebhookEventTypeAgentRevisionPublished:
 		return true
 	default:
 		return false
@@ -153,6 +169,21 @@ func (e ApprovalStatus) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalDecidedEventType.
+const (
+	ApprovalDecidedEventTypeApprovalDecided ApprovalDecidedEventType = "approval.decided"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalDecidedEventType enum.
+func (e ApprovalDecidedEventType) Valid() bool {
+	switch e {
+	case ApprovalDecidedEventTypeApprovalDecided:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApprovalDecidedEventDataDecision.
 const (
 	ApprovalDecidedEventDataDecisionApprove ApprovalDecidedEventDataDecision = "approve"
@@ -165,6 +196,21 @@ func (e ApprovalDecidedEventDataDecision) Valid() bool {
 	case ApprovalDecidedEventDataDecisionApprove:
 		return true
 	case ApprovalDecidedEventDataDecisionDeny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalRequestedEventType.
+const (
+	ApprovalRequestedEventTypeApprovalRequested ApprovalRequestedEventType = "approval.requested"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalRequestedEventType enum.
+func (e ApprovalRequestedEventType) Valid() bool {
+	switch e {
+	case ApprovalRequestedEventTypeApprovalRequested:
 		return true
 	default:
 		return false
@@ -240,6 +286,21 @@ func (e ConnectionOperationStatus) Valid() bool {
 	}
 }
 
+// Defines values for ContextCompactedEventType.
+const (
+	ContextCompactedEventTypeContextCompacted ContextCompactedEventType = "context.compacted"
+)
+
+// Valid indicates whether the value is a known member of the ContextCompactedEventType enum.
+func (e ContextCompactedEventType) Valid() bool {
+	switch e {
+	case ContextCompactedEventTypeContextCompacted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContextCompactedEventDataStrategy.
 const (
 	ContextCompactedEventDataStrategySummarize ContextCompactedEventDataStrategy = "summarize"
@@ -288,6 +349,21 @@ func (e DecideApprovalRequestDecision) Valid() bool {
 	}
 }
 
+// Defines values for EnvironmentDeletedWebhookEventType.
+const (
+	EnvironmentDeletedWebhookEventTypeEnvironmentDeleted EnvironmentDeletedWebhookEventType = "environment.deleted"
+)
+
+// Valid indicates whether the value is a known member of the EnvironmentDeletedWebhookEventType enum.
+func (e EnvironmentDeletedWebhookEventType) Valid() bool {
+	switch e {
+	case EnvironmentDeletedWebhookEventTypeEnvironmentDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EnvironmentStatus.
 const (
 	EnvironmentStatusDeleted  EnvironmentStatus = "deleted"
@@ -312,6 +388,21 @@ func (e EnvironmentStatus) Valid() bool {
 	case EnvironmentStatusStarting:
 		return true
 	case EnvironmentStatusStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EnvironmentStoppedWebhookEventType.
+const (
+	EnvironmentStoppedWebhookEventTypeEnvironmentStopped EnvironmentStoppedWebhookEventType = "environment.stopped"
+)
+
+// Valid indicates whether the value is a known member of the EnvironmentStoppedWebhookEventType enum.
+func (e EnvironmentStoppedWebhookEventType) Valid() bool {
+	switch e {
+	case EnvironmentStoppedWebhookEventTypeEnvironmentStopped:
 		return true
 	default:
 		return false
@@ -384,45 +475,6 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
-// Defines values for EventType.
-const (
-	EventTypeApprovalDecided   EventType = "approval.decided"
-	EventTypeApprovalRequested EventType = "approval.requested"
-	EventTypeContextCompacted  EventType = "context.compacted"
-	EventTypeMessageCompleted  EventType = "message.completed"
-	EventTypeMessageDelta      EventType = "message.delta"
-	EventTypeRunError          EventType = "run.error"
-	EventTypeRunStatus         EventType = "run.status"
-	EventTypeToolCall          EventType = "tool.call"
-	EventTypeToolResult        EventType = "tool.result"
-)
-
-// Valid indicates whether the value is a known member of the EventType enum.
-func (e EventType) Valid() bool {
-	switch e {
-	case EventTypeApprovalDecided:
-		return true
-	case EventTypeApprovalRequested:
-		return true
-	case EventTypeContextCompacted:
-		return true
-	case EventTypeMessageCompleted:
-		return true
-	case EventTypeMessageDelta:
-		return true
-	case EventTypeRunError:
-		return true
-	case EventTypeRunStatus:
-		return true
-	case EventTypeToolCall:
-		return true
-	case EventTypeToolResult:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -453,6 +505,21 @@ func (e InputStatus) Valid() bool {
 	case InputStatusQueued:
 		return true
 	case InputStatusStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvitationAcceptedWebhookEventType.
+const (
+	InvitationAcceptedWebhookEventTypeInvitationAccepted InvitationAcceptedWebhookEventType = "invitation.accepted"
+)
+
+// Valid indicates whether the value is a known member of the InvitationAcceptedWebhookEventType enum.
+func (e InvitationAcceptedWebhookEventType) Valid() bool {
+	switch e {
+	case InvitationAcceptedWebhookEventTypeInvitationAccepted:
 		return true
 	default:
 		return false
@@ -540,6 +607,51 @@ func (e MemoryKind) Valid() bool {
 	case MemoryKindBuiltin:
 		return true
 	case MemoryKindRecord:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageCompletedEventType.
+const (
+	MessageCompletedEventTypeMessageCompleted MessageCompletedEventType = "message.completed"
+)
+
+// Valid indicates whether the value is a known member of the MessageCompletedEventType enum.
+func (e MessageCompletedEventType) Valid() bool {
+	switch e {
+	case MessageCompletedEventTypeMessageCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageCompletedEventDataRole.
+const (
+	MessageCompletedEventDataRoleAssistant MessageCompletedEventDataRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the MessageCompletedEventDataRole enum.
+func (e MessageCompletedEventDataRole) Valid() bool {
+	switch e {
+	case MessageCompletedEventDataRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageDeltaEventType.
+const (
+	MessageDeltaEventTypeMessageDelta MessageDeltaEventType = "message.delta"
+)
+
+// Valid indicates whether the value is a known member of the MessageDeltaEventType enum.
+func (e MessageDeltaEventType) Valid() bool {
+	switch e {
+	case MessageDeltaEventTypeMessageDelta:
 		return true
 	default:
 		return false
@@ -756,6 +868,81 @@ func (e Role) Valid() bool {
 	}
 }
 
+// Defines values for RunAcceptedWebhookEventType.
+const (
+	RunAcceptedWebhookEventTypeRunAccepted RunAcceptedWebhookEventType = "run.accepted"
+)
+
+// Valid indicates whether the value is a known member of the RunAcceptedWebhookEventType enum.
+func (e RunAcceptedWebhookEventType) Valid() bool {
+	switch e {
+	case RunAcceptedWebhookEventTypeRunAccepted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunCancelledWebhookEventType.
+const (
+	RunCancelledWebhookEventTypeRunCancelled RunCancelledWebhookEventType = "run.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the RunCancelledWebhookEventType enum.
+func (e RunCancelledWebhookEventType) Valid() bool {
+	switch e {
+	case RunCancelledWebhookEventTypeRunCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunErrorEventType.
+const (
+	RunErrorEventTypeRunError RunErrorEventType = "run.error"
+)
+
+// Valid indicates whether the value is a known member of the RunErrorEventType enum.
+func (e RunErrorEventType) Valid() bool {
+	switch e {
+	case RunErrorEventTypeRunError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunFailedWebhookEventType.
+const (
+	RunFailedWebhookEventTypeRunFailed RunFailedWebhookEventType = "run.failed"
+)
+
+// Valid indicates whether the value is a known member of the RunFailedWebhookEventType enum.
+func (e RunFailedWebhookEventType) Valid() bool {
+	switch e {
+	case RunFailedWebhookEventTypeRunFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunStartedWebhookEventType.
+const (
+	RunStartedWebhookEventTypeRunStarted RunStartedWebhookEventType = "run.started"
+)
+
+// Valid indicates whether the value is a known member of the RunStartedWebhookEventType enum.
+func (e RunStartedWebhookEventType) Valid() bool {
+	switch e {
+	case RunStartedWebhookEventTypeRunStarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RunStatus.
 const (
 	RunStatusAccepted  RunStatus = "accepted"
@@ -786,6 +973,81 @@ func (e RunStatus) Valid() bool {
 	}
 }
 
+// Defines values for RunStatusEventType.
+const (
+	RunStatusEventTypeRunStatus RunStatusEventType = "run.status"
+)
+
+// Valid indicates whether the value is a known member of the RunStatusEventType enum.
+func (e RunStatusEventType) Valid() bool {
+	switch e {
+	case RunStatusEventTypeRunStatus:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunSucceededWebhookEventType.
+const (
+	RunSucceededWebhookEventTypeRunSucceeded RunSucceededWebhookEventType = "run.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the RunSucceededWebhookEventType enum.
+func (e RunSucceededWebhookEventType) Valid() bool {
+	switch e {
+	case RunSucceededWebhookEventTypeRunSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunWaitingWebhookEventType.
+const (
+	RunWaitingWebhookEventTypeRunWaiting RunWaitingWebhookEventType = "run.waiting"
+)
+
+// Valid indicates whether the value is a known member of the RunWaitingWebhookEventType enum.
+func (e RunWaitingWebhookEventType) Valid() bool {
+	switch e {
+	case RunWaitingWebhookEventTypeRunWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SkillRevisionPublishedWebhookEventType.
+const (
+	SkillRevisionPublishedWebhookEventTypeSkillRevisionPublished SkillRevisionPublishedWebhookEventType = "skill.revision_published"
+)
+
+// Valid indicates whether the value is a known member of the SkillRevisionPublishedWebhookEventType enum.
+func (e SkillRevisionPublishedWebhookEventType) Valid() bool {
+	switch e {
+	case SkillRevisionPublishedWebhookEventTypeSkillRevisionPublished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThreadIdleWebhookEventType.
+const (
+	ThreadIdleWebhookEventTypeThreadIdle ThreadIdleWebhookEventType = "thread.idle"
+)
+
+// Valid indicates whether the value is a known member of the ThreadIdleWebhookEventType enum.
+func (e ThreadIdleWebhookEventType) Valid() bool {
+	switch e {
+	case ThreadIdleWebhookEventTypeThreadIdle:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ThreadStatus.
 const (
 	ThreadStatusIdle    ThreadStatus = "idle"
@@ -798,6 +1060,21 @@ func (e ThreadStatus) Valid() bool {
 	case ThreadStatusIdle:
 		return true
 	case ThreadStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolCallEventType.
+const (
+	ToolCallEventTypeToolCall ToolCallEventType = "tool.call"
+)
+
+// Valid indicates whether the value is a known member of the ToolCallEventType enum.
+func (e ToolCallEventType) Valid() bool {
+	switch e {
+	case ToolCallEventTypeToolCall:
 		return true
 	default:
 		return false
@@ -819,6 +1096,21 @@ func (e ToolDecision) Valid() bool {
 	case ToolDecisionAsk:
 		return true
 	case ToolDecisionDeny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolResultEventType.
+const (
+	ToolResultEventTypeToolResult ToolResultEventType = "tool.result"
+)
+
+// Valid indicates whether the value is a known member of the ToolResultEventType enum.
+func (e ToolResultEventType) Valid() bool {
+	switch e {
+	case ToolResultEventTypeToolResult:
 		return true
 	default:
 		return false
@@ -944,25 +1236,25 @@ func (e WorkspaceRole) Valid() bool {
 
 // APIKey defines model for APIKey.
 type APIKey struct {
-	CreatedAt   time.Time                    `json:"created_at"`
-	CreatedById string                       `json:"created_by_id"`
-	ExpiresAt   nullable.Nullable[time.Time] `json:"expires_at"`
+	CreatedAt   timestamp.Time                    `json:"created_at"`
+	CreatedById string                            `json:"created_by_id"`
+	ExpiresAt   nullable.Nullable[timestamp.Time] `json:"expires_at"`
 
 	// Id Example: key_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id string `json:"id"`
 
 	// LastUsedAt Updated at most once a minute.
-	LastUsedAt nullable.Nullable[time.Time] `json:"last_used_at"`
-	Name       string                       `json:"name"`
+	LastUsedAt nullable.Nullable[timestamp.Time] `json:"last_used_at"`
+	Name       string                            `json:"name"`
 
 	// Prefix The first 8 characters after `svc_`, to recognise the key.
-	Prefix      string                       `json:"prefix"`
-	PrincipalId string                       `json:"principal_id"`
-	RevokedAt   nullable.Nullable[time.Time] `json:"revoked_at"`
-	Role        WorkspaceRole                `json:"role"`
-	UpdatedAt   time.Time                    `json:"updated_at"`
-	Version     int                          `json:"version"`
-	WorkspaceId string                       `json:"workspace_id"`
+	Prefix      string                            `json:"prefix"`
+	PrincipalId string                            `json:"principal_id"`
+	RevokedAt   nullable.Nullable[timestamp.Time] `json:"revoked_at"`
+	Role        WorkspaceRole                     `json:"role"`
+	UpdatedAt   timestamp.Time                    `json:"updated_at"`
+	Version     int                               `json:"version"`
+	WorkspaceId string                            `json:"workspace_id"`
 }
 
 // APIKeyPage defines model for APIKeyPage.
@@ -991,10 +1283,10 @@ type AcceptedInvitation struct {
 // Agent defines model for Agent.
 type Agent struct {
 	// Archived Archived agents start no new runs and cannot be newly referenced as subagents.
-	Archived    bool                         `json:"archived"`
-	ArchivedAt  nullable.Nullable[time.Time] `json:"archived_at"`
-	CreatedAt   time.Time                    `json:"created_at"`
-	CreatedById string                       `json:"created_by_id"`
+	Archived    bool                              `json:"archived"`
+	ArchivedAt  nullable.Nullable[timestamp.Time] `json:"archived_at"`
+	CreatedAt   timestamp.Time                    `json:"created_at"`
+	CreatedById string                            `json:"created_by_id"`
 
 	// DefaultRevisionId The revision new runs use when they pin none.
 	//
@@ -1013,11 +1305,11 @@ type Agent struct {
 	Labels Labels `json:"labels"`
 
 	// LatestRevisionNumber The number of the newest revision.
-	LatestRevisionNumber int       `json:"latest_revision_number"`
-	Name                 string    `json:"name"`
-	UpdatedAt            time.Time `json:"updated_at"`
-	UpdatedById          string    `json:"updated_by_id"`
-	Version              int       `json:"version"`
+	LatestRevisionNumber int            `json:"latest_revision_number"`
+	Name                 string         `json:"name"`
+	UpdatedAt            timestamp.Time `json:"updated_at"`
+	UpdatedById          string         `json:"updated_by_id"`
+	Version              int            `json:"version"`
 }
 
 // AgentConfig A stored agent configuration, normalized from `AgentConfigInput`.
@@ -1187,9 +1479,9 @@ type AgentRevision struct {
 	//
 	//
 	// Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
-	ContentHash ContentHash `json:"content_hash"`
-	CreatedAt   time.Time   `json:"created_at"`
-	CreatedById string      `json:"created_by_id"`
+	ContentHash ContentHash    `json:"content_hash"`
+	CreatedAt   timestamp.Time `json:"created_at"`
+	CreatedById string         `json:"created_by_id"`
 
 	// Id Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id     string `json:"id"`
@@ -1201,6 +1493,39 @@ type AgentRevisionPage struct {
 	Items      []AgentRevision           `json:"items"`
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
+
+// AgentRevisionPublishedWebhookData defines model for AgentRevisionPublishedWebhookData.
+type AgentRevisionPublishedWebhookData struct {
+	// AgentId Example: ap_01jd5v6w1q3yb8j8y3tn9z2k7h
+	AgentId string `json:"agent_id"`
+
+	// DefaultRevisionId The agent's default revision after the publish.
+	DefaultRevisionId string `json:"default_revision_id"`
+
+	// Name The agent's name after the publish.
+	Name string `json:"name"`
+
+	// PublishedById The principal who published it.
+	PublishedById string `json:"published_by_id"`
+
+	// RevisionId The new revision.
+	RevisionId     string `json:"revision_id"`
+	RevisionNumber int    `json:"revision_number"`
+}
+
+// AgentRevisionPublishedWebhookEvent `agent.revision_published`: a revision of an agent was published (creating an agent publishes its revision 1; a publish identical to the latest revision emits nothing). `timestamp` is the revision's `created_at`.
+type AgentRevisionPublishedWebhookEvent struct {
+	Data AgentRevisionPublishedWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                       `json:"timestamp"`
+	Type      AgentRevisionPublishedWebhookEventType `json:"type"`
+}
+
+// AgentRevisionPublishedWebhookEventType defines model for AgentRevisionPublishedWebhookEvent.Type.
+type AgentRevisionPublishedWebhookEventType string
 
 // AgentSkillRefInput defines model for AgentSkillRefInput.
 type AgentSkillRefInput struct {
@@ -1280,17 +1605,17 @@ type AppSlug = string
 // Approval A tool call that asked for a person's decision.
 type Approval struct {
 	// Arguments The call's arguments (JSON text, as the model wrote them).
-	Arguments   string                       `json:"arguments"`
-	CallId      string                       `json:"call_id"`
-	DecidedAt   nullable.Nullable[time.Time] `json:"decided_at"`
-	DecidedById nullable.Nullable[string]    `json:"decided_by_id"`
-	ExpiresAt   time.Time                    `json:"expires_at"`
-	Message     nullable.Nullable[string]    `json:"message"`
+	Arguments   string                            `json:"arguments"`
+	CallId      string                            `json:"call_id"`
+	DecidedAt   nullable.Nullable[timestamp.Time] `json:"decided_at"`
+	DecidedById nullable.Nullable[string]         `json:"decided_by_id"`
+	ExpiresAt   timestamp.Time                    `json:"expires_at"`
+	Message     nullable.Nullable[string]         `json:"message"`
 
 	// Name The tool's name.
 	Name        string            `json:"name"`
 	OnTimeout   ApprovalOnTimeout `json:"on_timeout"`
-	RequestedAt time.Time         `json:"requested_at"`
+	RequestedAt timestamp.Time    `json:"requested_at"`
 
 	// RunId The run whose call it is: the run asked about, or a subagent's run below it.
 	RunId string `json:"run_id"`
@@ -1305,6 +1630,28 @@ type ApprovalOnTimeout string
 
 // ApprovalStatus `expired`: nobody decided in time; `closed`: the run ended first.
 type ApprovalStatus string
+
+// ApprovalDecidedEvent `approval.decided`: a waiting tool call was approved or denied.
+type ApprovalDecidedEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `approval.decided`: a person approved or denied a waiting call (`decided_by` names
+	// them), or nobody did in time (`timed_out`, `decided_by` null, `decision` deny).
+	Data ApprovalDecidedEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq                 `json:"seq"`
+	Type ApprovalDecidedEventType `json:"type"`
+}
+
+// ApprovalDecidedEventType defines model for ApprovalDecidedEvent.Type.
+type ApprovalDecidedEventType string
 
 // ApprovalDecidedEventData `approval.decided`: a person approved or denied a waiting call (`decided_by` names
 // them), or nobody did in time (`timed_out`, `decided_by` null, `decision` deny).
@@ -1325,6 +1672,29 @@ type ApprovalList struct {
 	Items []Approval `json:"items"`
 }
 
+// ApprovalRequestedEvent `approval.requested`: a tool call waits for a person's decision.
+type ApprovalRequestedEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `approval.requested`: a tool call waits for a person's decision (the agent's tool
+	// policy says `ask`); the run waits meanwhile. After `timeout_seconds` without one,
+	// the call is denied (`on_timeout: deny`) or the run fails (`fail`).
+	Data ApprovalRequestedEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq                   `json:"seq"`
+	Type ApprovalRequestedEventType `json:"type"`
+}
+
+// ApprovalRequestedEventType defines model for ApprovalRequestedEvent.Type.
+type ApprovalRequestedEventType string
+
 // ApprovalRequestedEventData `approval.requested`: a tool call waits for a person's decision (the agent's tool
 // policy says `ask`); the run waits meanwhile. After `timeout_seconds` without one,
 // the call is denied (`on_timeout: deny`) or the run fails (`fail`).
@@ -1344,9 +1714,9 @@ type Asset struct {
 	// ContentType The media type it was uploaded with.
 	//
 	// Example: application/pdf
-	ContentType string    `json:"content_type"`
-	CreatedAt   time.Time `json:"created_at"`
-	CreatedById string    `json:"created_by_id"`
+	ContentType string         `json:"content_type"`
+	CreatedAt   timestamp.Time `json:"created_at"`
+	CreatedById string         `json:"created_by_id"`
 
 	// Id Example: as_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id string `json:"id"`
@@ -1355,7 +1725,7 @@ type Asset struct {
 	Name string `json:"name"`
 
 	// RetiredAt When it was retired (DELETE); null while usable.
-	RetiredAt nullable.Nullable[time.Time] `json:"retired_at"`
+	RetiredAt nullable.Nullable[timestamp.Time] `json:"retired_at"`
 
 	// Sha256 SHA-256 of the content, lowercase hex.
 	//
@@ -1365,10 +1735,10 @@ type Asset struct {
 	// Size Bytes of content.
 	//
 	// Example: 482113
-	Size        int64     `json:"size"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	UpdatedById string    `json:"updated_by_id"`
-	Version     int       `json:"version"`
+	Size        int64          `json:"size"`
+	UpdatedAt   timestamp.Time `json:"updated_at"`
+	UpdatedById string         `json:"updated_by_id"`
+	Version     int            `json:"version"`
 }
 
 // AssetPage defines model for AssetPage.
@@ -1380,16 +1750,16 @@ type AssetPage struct {
 // Attempt defines model for Attempt.
 type Attempt struct {
 	// Charged Whether it counts against `max_attempts`.
-	Charged  bool                         `json:"charged"`
-	EndedAt  nullable.Nullable[time.Time] `json:"ended_at"`
-	Error    nullable.Nullable[string]    `json:"error"`
-	FromStep int                          `json:"from_step"`
+	Charged  bool                              `json:"charged"`
+	EndedAt  nullable.Nullable[timestamp.Time] `json:"ended_at"`
+	Error    nullable.Nullable[string]         `json:"error"`
+	FromStep int                               `json:"from_step"`
 
 	// Id Example: att_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id        string                 `json:"id"`
 	Number    int                    `json:"number"`
 	RunId     string                 `json:"run_id"`
-	StartedAt time.Time              `json:"started_at"`
+	StartedAt timestamp.Time         `json:"started_at"`
 	Status    AttemptStatus          `json:"status"`
 	ToStep    nullable.Nullable[int] `json:"to_step"`
 
@@ -1415,7 +1785,7 @@ type AuditEvent struct {
 
 	// ChangedFields Names only, never values.
 	ChangedFields []string                  `json:"changed_fields"`
-	CreatedAt     time.Time                 `json:"created_at"`
+	CreatedAt     timestamp.Time            `json:"created_at"`
 	Id            string                    `json:"id"`
 	RequestId     nullable.Nullable[string] `json:"request_id"`
 	SubjectId     string                    `json:"subject_id"`
@@ -1449,7 +1819,7 @@ type Connection struct {
 	//
 	// Example: {"auth_config_id":"ac_1a2b3c4d5e6f","callback_url":"https://app.example.com/connected"}
 	Config      ConnectionConfig `json:"config"`
-	CreatedAt   time.Time        `json:"created_at"`
+	CreatedAt   timestamp.Time   `json:"created_at"`
 	CreatedById string           `json:"created_by_id"`
 
 	// CredentialConfigured Whether a credential is stored; the credential itself is never shown.
@@ -1463,10 +1833,10 @@ type Connection struct {
 	// ProviderId The connector provider the connection is made through.
 	//
 	// Example: prv_01jd5v6w1q3yb8j8y3tn9z2k7h
-	ProviderId  string    `json:"provider_id"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	UpdatedById string    `json:"updated_by_id"`
-	Version     int       `json:"version"`
+	ProviderId  string         `json:"provider_id"`
+	UpdatedAt   timestamp.Time `json:"updated_at"`
+	UpdatedById string         `json:"updated_by_id"`
+	Version     int            `json:"version"`
 }
 
 // ConnectionConfig Validated by the connection schema of the provider's type. Composio:
@@ -1485,12 +1855,12 @@ type ConnectionCredential map[string]interface{}
 
 // ConnectionOperation defines model for ConnectionOperation.
 type ConnectionOperation struct {
-	ConnectionId string    `json:"connection_id"`
-	CreatedAt    time.Time `json:"created_at"`
-	CreatedById  string    `json:"created_by_id"`
+	ConnectionId string         `json:"connection_id"`
+	CreatedAt    timestamp.Time `json:"created_at"`
+	CreatedById  string         `json:"created_by_id"`
 
 	// Deadline When a `pending` operation expires.
-	Deadline time.Time `json:"deadline"`
+	Deadline timestamp.Time `json:"deadline"`
 
 	// Error Why it `failed` or `expired`; null otherwise. Never carries the vendor's answer.
 	Error nullable.Nullable[string] `json:"error"`
@@ -1502,12 +1872,12 @@ type ConnectionOperation struct {
 	Owner string `json:"owner"`
 
 	// RedirectUrl While `pending`, the vendor's https page where the user consents; null before the vendor gave it and once settled.
-	RedirectUrl nullable.Nullable[string]    `json:"redirect_url"`
-	SettledAt   nullable.Nullable[time.Time] `json:"settled_at"`
+	RedirectUrl nullable.Nullable[string]         `json:"redirect_url"`
+	SettledAt   nullable.Nullable[timestamp.Time] `json:"settled_at"`
 
 	// Status `pending` until the vendor reports the account connected (`succeeded`) or refused (`failed`), or the deadline passes (`expired`).
 	Status    ConnectionOperationStatus `json:"status"`
-	UpdatedAt time.Time                 `json:"updated_at"`
+	UpdatedAt timestamp.Time            `json:"updated_at"`
 	Version   int                       `json:"version"`
 }
 
@@ -1525,6 +1895,33 @@ type ConnectionPage struct {
 //
 // Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
 type ContentHash = string
+
+// ContextCompactedEvent `context.compacted`: earlier messages were summarized to fit the model's context window.
+type ContextCompactedEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `context.compacted`: before a model call, the thread's messages `from_position` to
+	// `through_position` (but `kept_position`, the run's input, which stays) were replaced
+	// by `summary` in what is sent to the model, to fit its context window. The thread's
+	// messages are unchanged. `summarized_messages` of the `replaced_messages` were read to
+	// write the summary (with the earlier summary); older ones did not fit in the
+	// summarizing call and are dropped. Token counts are svc's estimates (calibrated by the
+	// vendor's reported usage). Later steps and runs of the thread reuse the summary.
+	Data ContextCompactedEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq                  `json:"seq"`
+	Type ContextCompactedEventType `json:"type"`
+}
+
+// ContextCompactedEventType defines model for ContextCompactedEvent.Type.
+type ContextCompactedEventType string
 
 // ContextCompactedEventData `context.compacted`: before a model call, the thread's messages `from_position` to
 // `through_position` (but `kept_position`, the run's input, which stays) were replaced
@@ -1552,7 +1949,7 @@ type ContextCompactedEventDataStrategy string
 // CreateAPIKeyRequest defines model for CreateAPIKeyRequest.
 type CreateAPIKeyRequest struct {
 	// ExpiresAt Must be in the future.
-	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at,omitempty"`
+	ExpiresAt nullable.Nullable[timestamp.Time] `json:"expires_at,omitempty"`
 
 	// Name 1 to 200 characters, no control characters.
 	Name Name          `json:"name"`
@@ -1847,8 +2244,8 @@ type Description = string
 
 // Environment defines model for Environment.
 type Environment struct {
-	CreatedAt   time.Time `json:"created_at"`
-	CreatedById string    `json:"created_by_id"`
+	CreatedAt   timestamp.Time `json:"created_at"`
+	CreatedById string         `json:"created_by_id"`
 
 	// EnvironmentProviderId Example: prv_01jd5v6w1q3yb8j8y3tn9z2k7h
 	EnvironmentProviderId string `json:"environment_provider_id"`
@@ -1857,18 +2254,32 @@ type Environment struct {
 	Id string `json:"id"`
 
 	// LastUsedAt When a run last used it; null if none has.
-	LastUsedAt nullable.Nullable[time.Time] `json:"last_used_at"`
+	LastUsedAt nullable.Nullable[timestamp.Time] `json:"last_used_at"`
 
 	// Status `deleting`: deletion was asked and the sweep is destroying the vendor's instance;
 	// `deleted`: it is gone (the record stays as history).
 	Status EnvironmentStatus `json:"status"`
 
 	// TemplateId Example: et_01jd5v6w1q3yb8j8y3tn9z2k7h
-	TemplateId  string    `json:"template_id"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	UpdatedById string    `json:"updated_by_id"`
-	Version     int       `json:"version"`
+	TemplateId  string         `json:"template_id"`
+	UpdatedAt   timestamp.Time `json:"updated_at"`
+	UpdatedById string         `json:"updated_by_id"`
+	Version     int            `json:"version"`
 }
+
+// EnvironmentDeletedWebhookEvent `environment.deleted`: the maintenance sweep deleted an environment idle past its template's threshold (or one whose driver cannot stop it).
+type EnvironmentDeletedWebhookEvent struct {
+	Data EnvironmentWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                   `json:"timestamp"`
+	Type      EnvironmentDeletedWebhookEventType `json:"type"`
+}
+
+// EnvironmentDeletedWebhookEventType defines model for EnvironmentDeletedWebhookEvent.Type.
+type EnvironmentDeletedWebhookEventType string
 
 // EnvironmentPage defines model for EnvironmentPage.
 type EnvironmentPage struct {
@@ -1880,13 +2291,27 @@ type EnvironmentPage struct {
 // `deleted`: it is gone (the record stays as history).
 type EnvironmentStatus string
 
+// EnvironmentStoppedWebhookEvent `environment.stopped`: the maintenance sweep stopped an environment idle past its template's threshold.
+type EnvironmentStoppedWebhookEvent struct {
+	Data EnvironmentWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                   `json:"timestamp"`
+	Type      EnvironmentStoppedWebhookEventType `json:"type"`
+}
+
+// EnvironmentStoppedWebhookEventType defines model for EnvironmentStoppedWebhookEvent.Type.
+type EnvironmentStoppedWebhookEventType string
+
 // EnvironmentTemplate defines model for EnvironmentTemplate.
 type EnvironmentTemplate struct {
 	// Config Validated by the `environment_schema` of the provider's type.
 	//
 	// Example: {"cpu":2,"image":"python:3.13-slim","memory_mb":4096,"timeout_seconds":3600}
 	Config      EnvironmentTemplateConfig `json:"config"`
-	CreatedAt   time.Time                 `json:"created_at"`
+	CreatedAt   timestamp.Time            `json:"created_at"`
 	CreatedById string                    `json:"created_by_id"`
 	Description string                    `json:"description"`
 
@@ -1913,10 +2338,10 @@ type EnvironmentTemplate struct {
 	Labels map[string]string `json:"labels"`
 
 	// Name Example: Python sandbox
-	Name        string    `json:"name"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	UpdatedById string    `json:"updated_by_id"`
-	Version     int       `json:"version"`
+	Name        string         `json:"name"`
+	UpdatedAt   timestamp.Time `json:"updated_at"`
+	UpdatedById string         `json:"updated_by_id"`
+	Version     int            `json:"version"`
 }
 
 // EnvironmentTemplateConfig Validated by the `environment_schema` of the provider's type.
@@ -1928,6 +2353,18 @@ type EnvironmentTemplateConfig map[string]interface{}
 type EnvironmentTemplatePage struct {
 	Items      []EnvironmentTemplate     `json:"items"`
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
+}
+
+// EnvironmentWebhookData defines model for EnvironmentWebhookData.
+type EnvironmentWebhookData struct {
+	// EnvironmentId Example: env_01jd5v6w1q3yb8j8y3tn9z2k7h
+	EnvironmentId string `json:"environment_id"`
+
+	// TemplateId The environment template it was made from.
+	TemplateId string `json:"template_id"`
+
+	// ThreadId The thread whose runs made and use it; null for one made otherwise.
+	ThreadId nullable.Nullable[string] `json:"thread_id"`
 }
 
 // Error defines model for Error.
@@ -1959,30 +2396,19 @@ type ErrorDetail struct {
 	Reason string `json:"reason"`
 }
 
-// ErrorEventData `run.error`: something went wrong; `retrying` says the run goes on.
-type ErrorEventData struct {
-	Code     string `json:"code"`
-	Message  string `json:"message"`
-	Retrying bool   `json:"retrying"`
-}
-
-// Event defines model for Event.
+// Event One event of a thread, as `GET /api/v1/threads/{thread_id}/events` lists it and
+// `GET /api/v1/threads/{thread_id}/stream` sends it (the `data:` line of a frame whose
+// `event:` is its `type`). Every event has `seq`, `type`, `run_id`, `at` and `data`;
+// `type` says which schema below it has, and so the shape of `data`. Clients ignore
+// types they do not know.
 type Event struct {
-	At time.Time `json:"at"`
-
-	// Data The data of the event's `type` (one of the shapes below).
-	Data  Event_Data                `json:"data"`
-	RunId nullable.Nullable[string] `json:"run_id"`
-
-	// Seq Gap-free per thread: 1, 2, ...
-	Seq  int64     `json:"seq"`
-	Type EventType `json:"type"`
-}
-
-// Event_Data The data of the event's `type` (one of the shapes below).
-type Event_Data struct {
 	union json.RawMessage
 }
+
+// EventAt When the event was written (RFC 3339, UTC, six fractional digits).
+//
+// Example: 2026-01-02T03:04:05.123456Z
+type EventAt = timestamp.Time
 
 // EventPage defines model for EventPage.
 type EventPage struct {
@@ -1990,8 +2416,8 @@ type EventPage struct {
 	NextAfter nullable.Nullable[int64] `json:"next_after"`
 }
 
-// EventType defines model for EventType.
-type EventType string
+// EventSeq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+type EventSeq = int64
 
 // ExtraHeaders Headers sent with every request to the model vendor. Names are HTTP field names;
 // values must not contain CR, LF or NUL. Headers svc sets itself (authentication,
@@ -2011,17 +2437,17 @@ type HealthStatus string
 
 // Input defines model for Input.
 type Input struct {
-	Content   string    `json:"content"`
-	CreatedAt time.Time `json:"created_at"`
+	Content   string         `json:"content"`
+	CreatedAt timestamp.Time `json:"created_at"`
 
 	// Id Example: in_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id string `json:"id"`
 
 	// RunId The run it started; null while queued.
-	RunId     nullable.Nullable[string]    `json:"run_id"`
-	StartedAt nullable.Nullable[time.Time] `json:"started_at"`
-	Status    InputStatus                  `json:"status"`
-	ThreadId  string                       `json:"thread_id"`
+	RunId     nullable.Nullable[string]         `json:"run_id"`
+	StartedAt nullable.Nullable[timestamp.Time] `json:"started_at"`
+	Status    InputStatus                       `json:"status"`
+	ThreadId  string                            `json:"thread_id"`
 }
 
 // InputStatus defines model for InputStatus.
@@ -2029,10 +2455,10 @@ type InputStatus string
 
 // Invitation defines model for Invitation.
 type Invitation struct {
-	AcceptedAt nullable.Nullable[time.Time] `json:"accepted_at"`
-	CreatedAt  time.Time                    `json:"created_at"`
-	Email      openapi_types.Email          `json:"email"`
-	ExpiresAt  time.Time                    `json:"expires_at"`
+	AcceptedAt nullable.Nullable[timestamp.Time] `json:"accepted_at"`
+	CreatedAt  timestamp.Time                    `json:"created_at"`
+	Email      openapi_types.Email               `json:"email"`
+	ExpiresAt  timestamp.Time                    `json:"expires_at"`
 
 	// Id Example: inv_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id             string `json:"id"`
@@ -2040,17 +2466,46 @@ type Invitation struct {
 	OrganizationId string `json:"organization_id"`
 
 	// PrincipalId The invitee's principal once known.
-	PrincipalId nullable.Nullable[string]    `json:"principal_id"`
-	RevokedAt   nullable.Nullable[time.Time] `json:"revoked_at"`
+	PrincipalId nullable.Nullable[string]         `json:"principal_id"`
+	RevokedAt   nullable.Nullable[timestamp.Time] `json:"revoked_at"`
 
 	// Role A workspace role for workspace invitations; an organization role for organization invitations.
 	Role      InvitationRole `json:"role"`
-	UpdatedAt time.Time      `json:"updated_at"`
+	UpdatedAt timestamp.Time `json:"updated_at"`
 	Version   int            `json:"version"`
 
 	// WorkspaceId null for organization invitations.
 	WorkspaceId nullable.Nullable[string] `json:"workspace_id"`
 }
+
+// InvitationAcceptedWebhookData defines model for InvitationAcceptedWebhookData.
+type InvitationAcceptedWebhookData struct {
+	// Email The address the invitation was sent to.
+	Email        string `json:"email"`
+	InvitationId string `json:"invitation_id"`
+
+	// InvitedById The principal who invited them.
+	InvitedById string `json:"invited_by_id"`
+
+	// PrincipalId The principal who joined.
+	PrincipalId string        `json:"principal_id"`
+	Role        WorkspaceRole `json:"role"`
+	WorkspaceId string        `json:"workspace_id"`
+}
+
+// InvitationAcceptedWebhookEvent `invitation.accepted`: someone accepted an invitation to the workspace (organization invitations emit nothing). `timestamp` is the acceptance's time.
+type InvitationAcceptedWebhookEvent struct {
+	Data InvitationAcceptedWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                   `json:"timestamp"`
+	Type      InvitationAcceptedWebhookEventType `json:"type"`
+}
+
+// InvitationAcceptedWebhookEventType defines model for InvitationAcceptedWebhookEvent.Type.
+type InvitationAcceptedWebhookEventType string
 
 // InvitationConfirmationSent defines model for InvitationConfirmationSent.
 type InvitationConfirmationSent struct {
@@ -2094,11 +2549,11 @@ type Me struct {
 
 // MeAPIKey defines model for Me.api_key.
 type MeAPIKey struct {
-	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at"`
-	Id        string                       `json:"id"`
-	Name      string                       `json:"name"`
-	Prefix    string                       `json:"prefix"`
-	Role      WorkspaceRole                `json:"role"`
+	ExpiresAt nullable.Nullable[timestamp.Time] `json:"expires_at"`
+	Id        string                            `json:"id"`
+	Name      string                            `json:"name"`
+	Prefix    string                            `json:"prefix"`
+	Role      WorkspaceRole                     `json:"role"`
 }
 
 // MeOrganization defines model for Me.organization.
@@ -2124,13 +2579,13 @@ type MeWorkspace struct {
 
 // Member defines model for Member.
 type Member struct {
-	CreatedAt time.Time `json:"created_at"`
+	CreatedAt timestamp.Time `json:"created_at"`
 
 	// Email The user's address; null for service principals.
 	Email     nullable.Nullable[string] `json:"email"`
 	Principal Principal                 `json:"principal"`
 	Role      WorkspaceRole             `json:"role"`
-	UpdatedAt time.Time                 `json:"updated_at"`
+	UpdatedAt timestamp.Time            `json:"updated_at"`
 	Version   int                       `json:"version"`
 }
 
@@ -2142,9 +2597,9 @@ type MemberPage struct {
 
 // Memory defines model for Memory.
 type Memory struct {
-	CreatedAt   time.Time `json:"created_at"`
-	CreatedById string    `json:"created_by_id"`
-	Description string    `json:"description"`
+	CreatedAt   timestamp.Time `json:"created_at"`
+	CreatedById string         `json:"created_by_id"`
+	Description string         `json:"description"`
 
 	// Id Example: mem_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id string `json:"id"`
@@ -2164,7 +2619,7 @@ type Memory struct {
 	//
 	// Example: mem_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Namespace   nullable.Nullable[string] `json:"namespace"`
-	UpdatedAt   time.Time                 `json:"updated_at"`
+	UpdatedAt   timestamp.Time            `json:"updated_at"`
 	UpdatedById string                    `json:"updated_by_id"`
 	Version     int                       `json:"version"`
 }
@@ -2180,8 +2635,8 @@ type MemoryPage struct {
 
 // MemoryRecord A record of a builtin memory, as a run's `memory_write` stored it. Records never change.
 type MemoryRecord struct {
-	Content   string    `json:"content"`
-	CreatedAt time.Time `json:"created_at"`
+	Content   string         `json:"content"`
+	CreatedAt timestamp.Time `json:"created_at"`
 
 	// Id Example: mrec_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id string `json:"id"`
@@ -2204,9 +2659,9 @@ type MemoryRecordPage struct {
 
 // Message defines model for Message.
 type Message struct {
-	Content   string    `json:"content"`
-	CreatedAt time.Time `json:"created_at"`
-	IsError   bool      `json:"is_error"`
+	Content   string         `json:"content"`
+	CreatedAt timestamp.Time `json:"created_at"`
+	IsError   bool           `json:"is_error"`
 
 	// Position 1, 2, ... in the thread.
 	Position int                       `json:"position"`
@@ -2218,12 +2673,59 @@ type Message struct {
 	ToolCalls  []ToolCall                `json:"tool_calls"`
 }
 
-// MessageCompletedEventData `message.completed`: a message added to the conversation.
+// MessageCompletedEvent `message.completed`: a model's message was added to the thread.
+type MessageCompletedEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `message.completed`: a model's message added to the thread (the input and tool results are thread messages, not events of this type).
+	Data MessageCompletedEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq                  `json:"seq"`
+	Type MessageCompletedEventType `json:"type"`
+}
+
+// MessageCompletedEventType defines model for MessageCompletedEvent.Type.
+type MessageCompletedEventType string
+
+// MessageCompletedEventData `message.completed`: a model's message added to the thread (the input and tool results are thread messages, not events of this type).
 type MessageCompletedEventData struct {
-	Content   string                        `json:"content"`
-	Role      MessageRole                   `json:"role"`
+	Content string                        `json:"content"`
+	Role    MessageCompletedEventDataRole `json:"role"`
+
+	// ToolCalls The tools the message calls, in order (empty when none).
 	ToolCalls nullable.Nullable[[]ToolCall] `json:"tool_calls"`
 }
+
+// MessageCompletedEventDataRole defines model for MessageCompletedEventData.Role.
+type MessageCompletedEventDataRole string
+
+// MessageDeltaEvent `message.delta`: text the model streamed, gathered over a short interval.
+type MessageDeltaEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `message.delta`: text the model streamed.
+	Data MessageDeltaEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq              `json:"seq"`
+	Type MessageDeltaEventType `json:"type"`
+}
+
+// MessageDeltaEventType defines model for MessageDeltaEvent.Type.
+type MessageDeltaEventType string
 
 // MessageDeltaEventData `message.delta`: text the model streamed.
 type MessageDeltaEventData struct {
@@ -2255,7 +2757,7 @@ type Model struct {
 	//
 	// Example: 128000
 	ContextWindow nullable.Nullable[ModelContextWindow] `json:"context_window"`
-	CreatedAt     time.Time                             `json:"created_at"`
+	CreatedAt     timestamp.Time                        `json:"created_at"`
 	CreatedById   string                                `json:"created_by_id"`
 	Enabled       bool                                  `json:"enabled"`
 
@@ -2273,10 +2775,10 @@ type Model struct {
 	ProviderId string `json:"provider_id"`
 
 	// Settings Validated by the `settings_schema` of the model's API on its provider type; may be empty.
-	Settings    ModelSettings `json:"settings"`
-	UpdatedAt   time.Time     `json:"updated_at"`
-	UpdatedById string        `json:"updated_by_id"`
-	Version     int           `json:"version"`
+	Settings    ModelSettings  `json:"settings"`
+	UpdatedAt   timestamp.Time `json:"updated_at"`
+	UpdatedById string         `json:"updated_by_id"`
+	Version     int            `json:"version"`
 }
 
 // ModelContextWindow The model's context window in tokens. Runs fit the conversation they send into it,
@@ -2355,7 +2857,7 @@ type PrincipalKind string
 type Provider struct {
 	// Config Validated by the type's `configuration_schema`; may be empty.
 	Config      ProviderConfig `json:"config"`
-	CreatedAt   time.Time      `json:"created_at"`
+	CreatedAt   timestamp.Time `json:"created_at"`
 	CreatedById string         `json:"created_by_id"`
 
 	// CredentialConfigured Whether a credential is stored; the credential itself is never shown.
@@ -2371,10 +2873,10 @@ type Provider struct {
 	Name string       `json:"name"`
 
 	// Type Example: openai
-	Type        string    `json:"type"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	UpdatedById string    `json:"updated_by_id"`
-	Version     int       `json:"version"`
+	Type        string         `json:"type"`
+	UpdatedAt   timestamp.Time `json:"updated_at"`
+	UpdatedById string         `json:"updated_by_id"`
+	Version     int            `json:"version"`
 }
 
 // ProviderConfig Validated by the type's `configuration_schema`; may be empty.
@@ -2518,13 +3020,13 @@ type Run struct {
 	AgentId string `json:"agent_id"`
 
 	// AttemptsUsed Charged attempts (hand-offs are not charged).
-	AttemptsUsed      int                          `json:"attempts_used"`
-	CancelRequestedAt nullable.Nullable[time.Time] `json:"cancel_requested_at"`
-	CreatedAt         time.Time                    `json:"created_at"`
+	AttemptsUsed      int                               `json:"attempts_used"`
+	CancelRequestedAt nullable.Nullable[timestamp.Time] `json:"cancel_requested_at"`
+	CreatedAt         timestamp.Time                    `json:"created_at"`
 
 	// Error Why the run failed or was cancelled; null while it has not.
-	Error      nullable.Nullable[RunError]  `json:"error"`
-	FinishedAt nullable.Nullable[time.Time] `json:"finished_at"`
+	Error      nullable.Nullable[RunError]       `json:"error"`
+	FinishedAt nullable.Nullable[timestamp.Time] `json:"finished_at"`
 
 	// Id Example: run_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id string `json:"id"`
@@ -2542,7 +3044,7 @@ type Run struct {
 	SkillRevisions []SkillRevisionPin `json:"skill_revisions"`
 
 	// StartedAt When the first attempt began.
-	StartedAt nullable.Nullable[time.Time] `json:"started_at"`
+	StartedAt nullable.Nullable[timestamp.Time] `json:"started_at"`
 
 	// Status `waiting`: the run holds no worker slot until a person decides on a tool call of it
 	// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
@@ -2550,6 +3052,36 @@ type Run struct {
 	ThreadId string    `json:"thread_id"`
 	Usage    RunUsage  `json:"usage"`
 }
+
+// RunAcceptedWebhookEvent `run.accepted`: a run was accepted (`status` `accepted`).
+type RunAcceptedWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp            `json:"timestamp"`
+	Type      RunAcceptedWebhookEventType `json:"type"`
+}
+
+// RunAcceptedWebhookEventType defines model for RunAcceptedWebhookEvent.Type.
+type RunAcceptedWebhookEventType string
+
+// RunCancelledWebhookEvent `run.cancelled`: a run was cancelled (`status` `cancelled`; `error` says why).
+type RunCancelledWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp             `json:"timestamp"`
+	Type      RunCancelledWebhookEventType `json:"type"`
+}
+
+// RunCancelledWebhookEventType defines model for RunCancelledWebhookEvent.Type.
+type RunCancelledWebhookEventType string
 
 // RunError Why the run failed or was cancelled; null while it has not.
 type RunError struct {
@@ -2560,15 +3092,107 @@ type RunError struct {
 	Message string `json:"message"`
 }
 
+// RunErrorEvent `run.error`: something went wrong in a run, or a queued input could not start (then `run_id` is null).
+type RunErrorEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `run.error`: something went wrong; `retrying` says the run goes on. `code` is
+	// `handed_off` (a worker shut down mid-attempt; another continues),
+	// `attempt_failed` (an attempt failed and is retried), `lease_expired` (a worker
+	// stopped answering; the run continues from its last checkpoint), or, for a queued
+	// input that could not start (`run_id` null, `retrying` false), the error code that
+	// refused it, as in error responses (`conflict` for an archived agent, `disabled` for
+	// a disabled model, ...).
+	Data RunErrorEventData `json:"data"`
+
+	// RunId The run it is about; null for an input that could not start.
+	RunId nullable.Nullable[string] `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq          `json:"seq"`
+	Type RunErrorEventType `json:"type"`
+}
+
+// RunErrorEventType defines model for RunErrorEvent.Type.
+type RunErrorEventType string
+
+// RunErrorEventData `run.error`: something went wrong; `retrying` says the run goes on. `code` is
+// `handed_off` (a worker shut down mid-attempt; another continues),
+// `attempt_failed` (an attempt failed and is retried), `lease_expired` (a worker
+// stopped answering; the run continues from its last checkpoint), or, for a queued
+// input that could not start (`run_id` null, `retrying` false), the error code that
+// refused it, as in error responses (`conflict` for an archived agent, `disabled` for
+// a disabled model, ...).
+type RunErrorEventData struct {
+	// Code Example: attempt_failed
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Retrying bool   `json:"retrying"`
+}
+
+// RunFailedWebhookEvent `run.failed`: a run failed (`status` `failed`; `error` says why).
+type RunFailedWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp          `json:"timestamp"`
+	Type      RunFailedWebhookEventType `json:"type"`
+}
+
+// RunFailedWebhookEventType defines model for RunFailedWebhookEvent.Type.
+type RunFailedWebhookEventType string
+
 // RunPage defines model for RunPage.
 type RunPage struct {
 	Items      []Run                     `json:"items"`
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// RunStartedWebhookEvent `run.started`: a run's first attempt began (`status` `running`); later attempts emit nothing.
+type RunStartedWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp           `json:"timestamp"`
+	Type      RunStartedWebhookEventType `json:"type"`
+}
+
+// RunStartedWebhookEventType defines model for RunStartedWebhookEvent.Type.
+type RunStartedWebhookEventType string
+
 // RunStatus `waiting`: the run holds no worker slot until a person decides on a tool call of it
 // (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
 type RunStatus string
+
+// RunStatusEvent `run.status`: the run's status changed.
+type RunStatusEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `run.status`: the run's new status; `attempt` is the attempt number while running.
+	Data RunStatusEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq           `json:"seq"`
+	Type RunStatusEventType `json:"type"`
+}
+
+// RunStatusEventType defines model for RunStatusEvent.Type.
+type RunStatusEventType string
 
 // RunStatusEventData `run.status`: the run's new status; `attempt` is the attempt number while running.
 type RunStatusEventData struct {
@@ -2582,19 +3206,76 @@ type RunStatusEventData struct {
 	Status RunStatus `json:"status"`
 }
 
+// RunSucceededWebhookEvent `run.succeeded`: a run succeeded (`status` `succeeded`).
+type RunSucceededWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp             `json:"timestamp"`
+	Type      RunSucceededWebhookEventType `json:"type"`
+}
+
+// RunSucceededWebhookEventType defines model for RunSucceededWebhookEvent.Type.
+type RunSucceededWebhookEventType string
+
 // RunUsage defines model for RunUsage.
 type RunUsage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
 }
 
+// RunWaitingWebhookEvent `run.waiting`: a run waits for a person's decision on a tool call of its own or of a run below it (`status` `waiting`).
+type RunWaitingWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp           `json:"timestamp"`
+	Type      RunWaitingWebhookEventType `json:"type"`
+}
+
+// RunWaitingWebhookEventType defines model for RunWaitingWebhookEvent.Type.
+type RunWaitingWebhookEventType string
+
+// RunWebhookData The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+type RunWebhookData struct {
+	// AgentId Example: ap_01jd5v6w1q3yb8j8y3tn9z2k7h
+	AgentId string `json:"agent_id"`
+
+	// AttemptsUsed Attempts the run has used up.
+	AttemptsUsed int `json:"attempts_used"`
+
+	// Error Why the run failed or was cancelled; null while it has not.
+	Error nullable.Nullable[RunError] `json:"error"`
+
+	// RevisionId The agent revision the run uses.
+	//
+	// Example: rev_01jd5v7k2m4x9c0d1e2f3g4h5j
+	RevisionId string `json:"revision_id"`
+
+	// RunId Example: run_01jd5v6w1q3yb8j8y3tn9z2k7h
+	RunId string `json:"run_id"`
+
+	// Status `waiting`: the run holds no worker slot until a person decides on a tool call of it
+	// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
+	Status RunStatus `json:"status"`
+
+	// ThreadId Example: th_01jd5v6w1q3yb8j8y3tn9z2k7h
+	ThreadId string `json:"thread_id"`
+}
+
 // Skill defines model for Skill.
 type Skill struct {
 	// Archived Archived skills cannot be newly referenced by agents.
-	Archived    bool                         `json:"archived"`
-	ArchivedAt  nullable.Nullable[time.Time] `json:"archived_at"`
-	CreatedAt   time.Time                    `json:"created_at"`
-	CreatedById string                       `json:"created_by_id"`
+	Archived    bool                              `json:"archived"`
+	ArchivedAt  nullable.Nullable[timestamp.Time] `json:"archived_at"`
+	CreatedAt   timestamp.Time                    `json:"created_at"`
+	CreatedById string                            `json:"created_by_id"`
 
 	// DefaultRevisionId The revision agents use when they pin none.
 	//
@@ -2610,12 +3291,12 @@ type Skill struct {
 	//
 	//
 	// Example: {"app.example.com/owner":"ada","team":"search","tier":"gold"}
-	Labels               Labels    `json:"labels"`
-	LatestRevisionNumber int       `json:"latest_revision_number"`
-	Name                 string    `json:"name"`
-	UpdatedAt            time.Time `json:"updated_at"`
-	UpdatedById          string    `json:"updated_by_id"`
-	Version              int       `json:"version"`
+	Labels               Labels         `json:"labels"`
+	LatestRevisionNumber int            `json:"latest_revision_number"`
+	Name                 string         `json:"name"`
+	UpdatedAt            timestamp.Time `json:"updated_at"`
+	UpdatedById          string         `json:"updated_by_id"`
+	Version              int            `json:"version"`
 }
 
 // SkillConfig A stored skill configuration, normalized from `SkillConfigInput`.
@@ -2673,9 +3354,9 @@ type SkillRevision struct {
 	//
 	//
 	// Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
-	ContentHash ContentHash `json:"content_hash"`
-	CreatedAt   time.Time   `json:"created_at"`
-	CreatedById string      `json:"created_by_id"`
+	ContentHash ContentHash    `json:"content_hash"`
+	CreatedAt   timestamp.Time `json:"created_at"`
+	CreatedById string         `json:"created_by_id"`
 
 	// Id Example: rev_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id      string `json:"id"`
@@ -2695,6 +3376,39 @@ type SkillRevisionPin struct {
 	SkillId    string `json:"skill_id"`
 }
 
+// SkillRevisionPublishedWebhookData defines model for SkillRevisionPublishedWebhookData.
+type SkillRevisionPublishedWebhookData struct {
+	// DefaultRevisionId The skill's default revision after the publish.
+	DefaultRevisionId string `json:"default_revision_id"`
+
+	// Name The skill's name after the publish.
+	Name string `json:"name"`
+
+	// PublishedById The principal who published it.
+	PublishedById string `json:"published_by_id"`
+
+	// RevisionId The new revision.
+	RevisionId     string `json:"revision_id"`
+	RevisionNumber int    `json:"revision_number"`
+
+	// SkillId Example: sk_01jd5v6w1q3yb8j8y3tn9z2k7h
+	SkillId string `json:"skill_id"`
+}
+
+// SkillRevisionPublishedWebhookEvent `skill.revision_published`: a revision of a skill was published, as `agent.revision_published` for agents. `timestamp` is the revision's `created_at`.
+type SkillRevisionPublishedWebhookEvent struct {
+	Data SkillRevisionPublishedWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                       `json:"timestamp"`
+	Type      SkillRevisionPublishedWebhookEventType `json:"type"`
+}
+
+// SkillRevisionPublishedWebhookEventType defines model for SkillRevisionPublishedWebhookEvent.Type.
+type SkillRevisionPublishedWebhookEventType string
+
 // StartRunRequest defines model for StartRunRequest.
 type StartRunRequest struct {
 	AgentId string `json:"agent_id"`
@@ -2708,9 +3422,9 @@ type StartRunRequest struct {
 
 // Subscription defines model for Subscription.
 type Subscription struct {
-	CreatedAt   time.Time `json:"created_at"`
-	CreatedById string    `json:"created_by_id"`
-	Description string    `json:"description"`
+	CreatedAt   timestamp.Time `json:"created_at"`
+	CreatedById string         `json:"created_by_id"`
+	Description string         `json:"description"`
 
 	// Enabled A disabled subscription gets no deliveries.
 	Enabled bool `json:"enabled"`
@@ -2722,13 +3436,13 @@ type Subscription struct {
 	// subscriptions are not delayed. A delivered attempt resets both.
 	Endpoint SubscriptionEndpoint `json:"endpoint"`
 
-	// EventTypes Sorted.
+	// EventTypes The event types delivered to the endpoint, sorted; each type's payload is its schema in `WebhookEvent`.
 	EventTypes []WebhookEventType `json:"event_types"`
 
 	// Id Example: sub_01jd5v6w1q3yb8j8y3tn9z2k7h
-	Id          string    `json:"id"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	UpdatedById string    `json:"updated_by_id"`
+	Id          string         `json:"id"`
+	UpdatedAt   timestamp.Time `json:"updated_at"`
+	UpdatedById string         `json:"updated_by_id"`
 
 	// Url Example: https://hooks.example.com/svc
 	Url     string `json:"url"`
@@ -2741,8 +3455,8 @@ type Subscription struct {
 // the subscription's deliveries is attempted before `paused_until`, and other
 // subscriptions are not delayed. A delivered attempt resets both.
 type SubscriptionEndpoint struct {
-	ConsecutiveFailures int                          `json:"consecutive_failures"`
-	PausedUntil         nullable.Nullable[time.Time] `json:"paused_until"`
+	ConsecutiveFailures int                               `json:"consecutive_failures"`
+	PausedUntil         nullable.Nullable[timestamp.Time] `json:"paused_until"`
 }
 
 // SubscriptionPage defines model for SubscriptionPage.
@@ -2768,7 +3482,7 @@ type Thread struct {
 	// ActiveRunId The unfinished run; null when idle.
 	ActiveRunId nullable.Nullable[string] `json:"active_run_id"`
 	AgentId     string                    `json:"agent_id"`
-	CreatedAt   time.Time                 `json:"created_at"`
+	CreatedAt   timestamp.Time            `json:"created_at"`
 	CreatedById string                    `json:"created_by_id"`
 
 	// EnvironmentId The environment the thread's runs use; null before one is made.
@@ -2785,9 +3499,32 @@ type Thread struct {
 	RevisionId nullable.Nullable[string] `json:"revision_id"`
 
 	// Status `running` while a run of the thread is unfinished.
-	Status    ThreadStatus `json:"status"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	Status    ThreadStatus   `json:"status"`
+	UpdatedAt timestamp.Time `json:"updated_at"`
 }
+
+// ThreadIdleWebhookData defines model for ThreadIdleWebhookData.
+type ThreadIdleWebhookData struct {
+	// AgentId Example: ap_01jd5v6w1q3yb8j8y3tn9z2k7h
+	AgentId string `json:"agent_id"`
+
+	// ThreadId Example: th_01jd5v6w1q3yb8j8y3tn9z2k7h
+	ThreadId string `json:"thread_id"`
+}
+
+// ThreadIdleWebhookEvent `thread.idle`: a thread's run ended and the thread has no queued input left to start.
+type ThreadIdleWebhookEvent struct {
+	Data ThreadIdleWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp           `json:"timestamp"`
+	Type      ThreadIdleWebhookEventType `json:"type"`
+}
+
+// ThreadIdleWebhookEventType defines model for ThreadIdleWebhookEvent.Type.
+type ThreadIdleWebhookEventType string
 
 // ThreadPage defines model for ThreadPage.
 type ThreadPage struct {
@@ -2806,6 +3543,27 @@ type ToolCall struct {
 	Name      string `json:"name"`
 }
 
+// ToolCallEvent `tool.call`: the run calls a tool.
+type ToolCallEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `tool.call`: the run calls a tool.
+	Data ToolCallEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq          `json:"seq"`
+	Type ToolCallEventType `json:"type"`
+}
+
+// ToolCallEventType defines model for ToolCallEvent.Type.
+type ToolCallEventType string
+
 // ToolCallEventData `tool.call`: the run calls a tool.
 type ToolCallEventData struct {
 	Arguments string `json:"arguments"`
@@ -2815,6 +3573,27 @@ type ToolCallEventData struct {
 
 // ToolDecision defines model for ToolDecision.
 type ToolDecision string
+
+// ToolResultEvent `tool.result`: a tool answered.
+type ToolResultEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `tool.result`: what a tool answered.
+	Data ToolResultEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq            `json:"seq"`
+	Type ToolResultEventType `json:"type"`
+}
+
+// ToolResultEventType defines model for ToolResultEvent.Type.
+type ToolResultEventType string
 
 // ToolResultEventData `tool.result`: what a tool answered.
 type ToolResultEventData struct {
@@ -3000,9 +3779,16 @@ type UpdateWorkspaceRequest struct {
 // WebhookDelivery defines model for WebhookDelivery.
 type WebhookDelivery struct {
 	// AttemptsUsed Attempts of the current round; a redelivery starts a new round at 0.
-	AttemptsUsed int              `json:"attempts_used"`
-	CreatedAt    time.Time        `json:"created_at"`
-	EventType    WebhookEventType `json:"event_type"`
+	AttemptsUsed int            `json:"attempts_used"`
+	CreatedAt    timestamp.Time `json:"created_at"`
+
+	// EventType Every webhook event type; each has its own payload schema, listed in `WebhookEvent`.
+	// `run.*`: a run was accepted, started (its first attempt), waits for a person, or
+	// ended; `thread.idle`: a thread's run ended and no queued input is left;
+	// `environment.*`: the maintenance sweep stopped or deleted an idle environment;
+	// `agent.revision_published`, `skill.revision_published`: a new revision (creating
+	// publishes revision 1); `invitation.accepted`: someone joined the workspace.
+	EventType WebhookEventType `json:"event_type"`
 
 	// Id Also the `webhook-id` header of every attempt.
 	//
@@ -3016,24 +3802,21 @@ type WebhookDelivery struct {
 	MaxAttempts int `json:"max_attempts"`
 
 	// NextAttemptAt When a `pending` delivery is attempted next (while an attempt runs, when it would be retried should its sender vanish); null once settled.
-	NextAttemptAt nullable.Nullable[time.Time] `json:"next_attempt_at"`
+	NextAttemptAt nullable.Nullable[timestamp.Time] `json:"next_attempt_at"`
 
 	// Payload The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
-	// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
-	// and `webhook-signature`. `data` by type:
-	//
-	// - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
-	//   `default_revision_id` (the agent's default after the publish), `published_by_id`.
-	//   Creating an agent publishes its revision 1; an identical publish emits nothing.
-	// - `skill.revision_published`: the same with `skill_id`.
-	// - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
-	//   `principal_id`, `invited_by_id`. Workspace invitations only.
-	// - Run, thread and environment events: emitted once runs and environments exist.
+	// one schema per event type below, told apart by `type`. Each request carries the
+	// Standard Webhooks headers `webhook-id` (the delivery id, the same on every attempt,
+	// to deduplicate by), `webhook-timestamp` (the attempt's time, unix seconds) and
+	// `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's decoded
+	// secret). Deliveries are at least once and not ordered; receivers ignore types they do
+	// not know.
 	//
 	//
 	// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
-	Payload   WebhookEvent                 `json:"payload"`
-	SettledAt nullable.Nullable[time.Time] `json:"settled_at"`
+	Payload   WebhookEvent                      `json:"payload"`
+	SettledAt nullable.Nullable[timestamp.Time] `json:"settled_at"`
 
 	// Status `pending` until an attempt succeeds (`delivered`), the attempts run out or the endpoint
 	// answered 410 Gone (`dead`), or the subscription turned out disabled or deleted at an
@@ -3053,7 +3836,7 @@ type WebhookDeliveryAttempt struct {
 	// Response The first bytes (at most 1024) of the endpoint's answer.
 	Response  nullable.Nullable[string]    `json:"response"`
 	Result    WebhookDeliveryAttemptResult `json:"result"`
-	StartedAt time.Time                    `json:"started_at"`
+	StartedAt timestamp.Time               `json:"started_at"`
 
 	// StatusCode The endpoint's HTTP status; null when it gave none.
 	StatusCode nullable.Nullable[int] `json:"status_code"`
@@ -3067,31 +3850,35 @@ type WebhookDeliveryDetail struct {
 	// Attempts The latest recorded attempts (at most 100), newest first. An attempt whose sender died records nothing.
 	Attempts     []WebhookDeliveryAttempt `json:"attempts"`
 	AttemptsUsed int                      `json:"attempts_used"`
-	CreatedAt    time.Time                `json:"created_at"`
-	EventType    WebhookEventType         `json:"event_type"`
+	CreatedAt    timestamp.Time           `json:"created_at"`
+
+	// EventType Every webhook event type; each has its own payload schema, listed in `WebhookEvent`.
+	// `run.*`: a run was accepted, started (its first attempt), waits for a person, or
+	// ended; `thread.idle`: a thread's run ended and no queued input is left;
+	// `environment.*`: the maintenance sweep stopped or deleted an idle environment;
+	// `agent.revision_published`, `skill.revision_published`: a new revision (creating
+	// publishes revision 1); `invitation.accepted`: someone joined the workspace.
+	EventType WebhookEventType `json:"event_type"`
 
 	// Id Example: dlv_01jd5v6w1q3yb8j8y3tn9z2k7h
-	Id            string                       `json:"id"`
-	LastError     nullable.Nullable[string]    `json:"last_error"`
-	MaxAttempts   int                          `json:"max_attempts"`
-	NextAttemptAt nullable.Nullable[time.Time] `json:"next_attempt_at"`
+	Id            string                            `json:"id"`
+	LastError     nullable.Nullable[string]         `json:"last_error"`
+	MaxAttempts   int                               `json:"max_attempts"`
+	NextAttemptAt nullable.Nullable[timestamp.Time] `json:"next_attempt_at"`
 
 	// Payload The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
-	// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
-	// and `webhook-signature`. `data` by type:
-	//
-	// - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
-	//   `default_revision_id` (the agent's default after the publish), `published_by_id`.
-	//   Creating an agent publishes its revision 1; an identical publish emits nothing.
-	// - `skill.revision_published`: the same with `skill_id`.
-	// - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
-	//   `principal_id`, `invited_by_id`. Workspace invitations only.
-	// - Run, thread and environment events: emitted once runs and environments exist.
+	// one schema per event type below, told apart by `type`. Each request carries the
+	// Standard Webhooks headers `webhook-id` (the delivery id, the same on every attempt,
+	// to deduplicate by), `webhook-timestamp` (the attempt's time, unix seconds) and
+	// `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's decoded
+	// secret). Deliveries are at least once and not ordered; receivers ignore types they do
+	// not know.
 	//
 	//
 	// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
-	Payload   WebhookEvent                 `json:"payload"`
-	SettledAt nullable.Nullable[time.Time] `json:"settled_at"`
+	Payload   WebhookEvent                      `json:"payload"`
+	SettledAt nullable.Nullable[timestamp.Time] `json:"settled_at"`
 
 	// Status `pending` until an attempt succeeds (`delivered`), the attempts run out or the endpoint
 	// answered 410 Gone (`dead`), or the subscription turned out disabled or deleted at an
@@ -3112,31 +3899,34 @@ type WebhookDeliveryPage struct {
 type WebhookDeliveryStatus string
 
 // WebhookEvent The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
-// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
-// and `webhook-signature`. `data` by type:
-//
-//   - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
-//     `default_revision_id` (the agent's default after the publish), `published_by_id`.
-//     Creating an agent publishes its revision 1; an identical publish emits nothing.
-//   - `skill.revision_published`: the same with `skill_id`.
-//   - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
-//     `principal_id`, `invited_by_id`. Workspace invitations only.
-//   - Run, thread and environment events: emitted once runs and environments exist.
+// one schema per event type below, told apart by `type`. Each request carries the
+// Standard Webhooks headers `webhook-id` (the delivery id, the same on every attempt,
+// to deduplicate by), `webhook-timestamp` (the attempt's time, unix seconds) and
+// `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of
+// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's decoded
+// secret). Deliveries are at least once and not ordered; receivers ignore types they do
+// not know.
 //
 // Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
 type WebhookEvent struct {
-	Data map[string]interface{} `json:"data"`
-
-	// Timestamp When the event happened (RFC 3339, UTC).
-	Timestamp time.Time        `json:"timestamp"`
-	Type      WebhookEventType `json:"type"`
+	union json.RawMessage
 }
 
-// WebhookEventType defines model for WebhookEventType.
+// WebhookEventType Every webhook event type; each has its own payload schema, listed in `WebhookEvent`.
+// `run.*`: a run was accepted, started (its first attempt), waits for a person, or
+// ended; `thread.idle`: a thread's run ended and no queued input is left;
+// `environment.*`: the maintenance sweep stopped or deleted an idle environment;
+// `agent.revision_published`, `skill.revision_published`: a new revision (creating
+// publishes revision 1); `invitation.accepted`: someone joined the workspace.
 type WebhookEventType string
 
 // WebhookEventTypes Example: ["run.succeeded","run.failed"]
 type WebhookEventTypes = []WebhookEventType
+
+// WebhookTimestamp When the event happened (RFC 3339, UTC, six fractional digits).
+//
+// Example: 2026-11-22T10:15:30.123456Z
+type WebhookTimestamp = timestamp.Time
 
 // WebhookURL The endpoint deliveries are POSTed to; it must pass the deployment's endpoint policy.
 //
@@ -3145,16 +3935,16 @@ type WebhookURL = string
 
 // Workspace defines model for Workspace.
 type Workspace struct {
-	CreatedAt   time.Time `json:"created_at"`
-	CreatedById string    `json:"created_by_id"`
+	CreatedAt   timestamp.Time `json:"created_at"`
+	CreatedById string         `json:"created_by_id"`
 
 	// Id Example: ws_01jd5v6w1q3yb8j8y3tn9z2k7h
-	Id             string    `json:"id"`
-	Name           string    `json:"name"`
-	OrganizationId string    `json:"organization_id"`
-	UpdatedAt      time.Time `json:"updated_at"`
-	UpdatedById    string    `json:"updated_by_id"`
-	Version        int       `json:"version"`
+	Id             string         `json:"id"`
+	Name           string         `json:"name"`
+	OrganizationId string         `json:"organization_id"`
+	UpdatedAt      timestamp.Time `json:"updated_at"`
+	UpdatedById    string         `json:"updated_by_id"`
+	Version        int            `json:"version"`
 }
 
 // WorkspacePage defines model for WorkspacePage.
@@ -3489,10 +4279,10 @@ type ListAuditEventsParams struct {
 	SubjectId *string `form:"subject_id,omitempty" json:"subject_id,omitempty"`
 
 	// Since Only events recorded at or after this time.
-	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+	Since *timestamp.Time `form:"since,omitempty" json:"since,omitempty"`
 
 	// Until Only events recorded before this time.
-	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+	Until *timestamp.Time `form:"until,omitempty" json:"until,omitempty"`
 }
 
 // ListConnectionsParams defines parameters for ListConnections.
@@ -3980,7 +4770,7 @@ type ListRunsParams struct {
 	Status *RunStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// CreatedAfter Only runs created after this time (RFC 3339).
-	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+	CreatedAfter *timestamp.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
 }
 
 // StartRunParams defines parameters for StartRun.
@@ -4481,23 +5271,31 @@ type UpdateWorkspaceJSONRequestBody = UpdateWorkspaceRequest
 // CreateWorkspaceInvitationJSONRequestBody defines body for CreateWorkspaceInvitation for application/json ContentType.
 type CreateWorkspaceInvitationJSONRequestBody = CreateInvitationRequest
 
-// AsRunStatusEventData returns the union data inside the Event_Data as a RunStatusEventData
-func (t Event_Data) AsRunStatusEventData() (RunStatusEventData, error) {
-	var body RunStatusEventData
+// AsRunStatusEvent returns the union data inside the Event as a RunStatusEvent
+func (t Event) AsRunStatusEvent() (RunStatusEvent, error) {
+	var body RunStatusEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromRunStatusEventData overwrites any union data inside the Event_Data as the provided RunStatusEventData
-func (t *Event_Data) FromRunStatusEventData(v RunStatusEventData) error {
+// FromRunStatusEvent overwrites any union data inside the Event as the provided RunStatusEvent
+func (t *Event) FromRunStatusEvent(v RunStatusEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.status"}`))
 	t.union = b
 	return err
 }
 
-// MergeRunStatusEventData performs a merge with any union data inside the Event_Data, using the provided RunStatusEventData
-func (t *Event_Data) MergeRunStatusEventData(v RunStatusEventData) error {
+// MergeRunStatusEvent performs a merge with any union data inside the Event, using the provided RunStatusEvent
+func (t *Event) MergeRunStatusEvent(v RunStatusEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.status"}`))
 	if err != nil {
 		return err
 	}
@@ -4507,23 +5305,31 @@ func (t *Event_Data) MergeRunStatusEventData(v RunStatusEventData) error {
 	return err
 }
 
-// AsMessageDeltaEventData returns the union data inside the Event_Data as a MessageDeltaEventData
-func (t Event_Data) AsMessageDeltaEventData() (MessageDeltaEventData, error) {
-	var body MessageDeltaEventData
+// AsMessageDeltaEvent returns the union data inside the Event as a MessageDeltaEvent
+func (t Event) AsMessageDeltaEvent() (MessageDeltaEvent, error) {
+	var body MessageDeltaEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromMessageDeltaEventData overwrites any union data inside the Event_Data as the provided MessageDeltaEventData
-func (t *Event_Data) FromMessageDeltaEventData(v MessageDeltaEventData) error {
+// FromMessageDeltaEvent overwrites any union data inside the Event as the provided MessageDeltaEvent
+func (t *Event) FromMessageDeltaEvent(v MessageDeltaEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.delta"}`))
 	t.union = b
 	return err
 }
 
-// MergeMessageDeltaEventData performs a merge with any union data inside the Event_Data, using the provided MessageDeltaEventData
-func (t *Event_Data) MergeMessageDeltaEventData(v MessageDeltaEventData) error {
+// MergeMessageDeltaEvent performs a merge with any union data inside the Event, using the provided MessageDeltaEvent
+func (t *Event) MergeMessageDeltaEvent(v MessageDeltaEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.delta"}`))
 	if err != nil {
 		return err
 	}
@@ -4533,23 +5339,31 @@ func (t *Event_Data) MergeMessageDeltaEventData(v MessageDeltaEventData) error {
 	return err
 }
 
-// AsMessageCompletedEventData returns the union data inside the Event_Data as a MessageCompletedEventData
-func (t Event_Data) AsMessageCompletedEventData() (MessageCompletedEventData, error) {
-	var body MessageCompletedEventData
+// AsMessageCompletedEvent returns the union data inside the Event as a MessageCompletedEvent
+func (t Event) AsMessageCompletedEvent() (MessageCompletedEvent, error) {
+	var body MessageCompletedEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromMessageCompletedEventData overwrites any union data inside the Event_Data as the provided MessageCompletedEventData
-func (t *Event_Data) FromMessageCompletedEventData(v MessageCompletedEventData) error {
+// FromMessageCompletedEvent overwrites any union data inside the Event as the provided MessageCompletedEvent
+func (t *Event) FromMessageCompletedEvent(v MessageCompletedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.completed"}`))
 	t.union = b
 	return err
 }
 
-// MergeMessageCompletedEventData performs a merge with any union data inside the Event_Data, using the provided MessageCompletedEventData
-func (t *Event_Data) MergeMessageCompletedEventData(v MessageCompletedEventData) error {
+// MergeMessageCompletedEvent performs a merge with any union data inside the Event, using the provided MessageCompletedEvent
+func (t *Event) MergeMessageCompletedEvent(v MessageCompletedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.completed"}`))
 	if err != nil {
 		return err
 	}
@@ -4559,23 +5373,31 @@ func (t *Event_Data) MergeMessageCompletedEventData(v MessageCompletedEventData)
 	return err
 }
 
-// AsToolCallEventData returns the union data inside the Event_Data as a ToolCallEventData
-func (t Event_Data) AsToolCallEventData() (ToolCallEventData, error) {
-	var body ToolCallEventData
+// AsToolCallEvent returns the union data inside the Event as a ToolCallEvent
+func (t Event) AsToolCallEvent() (ToolCallEvent, error) {
+	var body ToolCallEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromToolCallEventData overwrites any union data inside the Event_Data as the provided ToolCallEventData
-func (t *Event_Data) FromToolCallEventData(v ToolCallEventData) error {
+// FromToolCallEvent overwrites any union data inside the Event as the provided ToolCallEvent
+func (t *Event) FromToolCallEvent(v ToolCallEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool.call"}`))
 	t.union = b
 	return err
 }
 
-// MergeToolCallEventData performs a merge with any union data inside the Event_Data, using the provided ToolCallEventData
-func (t *Event_Data) MergeToolCallEventData(v ToolCallEventData) error {
+// MergeToolCallEvent performs a merge with any union data inside the Event, using the provided ToolCallEvent
+func (t *Event) MergeToolCallEvent(v ToolCallEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool.call"}`))
 	if err != nil {
 		return err
 	}
@@ -4585,23 +5407,31 @@ func (t *Event_Data) MergeToolCallEventData(v ToolCallEventData) error {
 	return err
 }
 
-// AsToolResultEventData returns the union data inside the Event_Data as a ToolResultEventData
-func (t Event_Data) AsToolResultEventData() (ToolResultEventData, error) {
-	var body ToolResultEventData
+// AsToolResultEvent returns the union data inside the Event as a ToolResultEvent
+func (t Event) AsToolResultEvent() (ToolResultEvent, error) {
+	var body ToolResultEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromToolResultEventData overwrites any union data inside the Event_Data as the provided ToolResultEventData
-func (t *Event_Data) FromToolResultEventData(v ToolResultEventData) error {
+// FromToolResultEvent overwrites any union data inside the Event as the provided ToolResultEvent
+func (t *Event) FromToolResultEvent(v ToolResultEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool.result"}`))
 	t.union = b
 	return err
 }
 
-// MergeToolResultEventData performs a merge with any union data inside the Event_Data, using the provided ToolResultEventData
-func (t *Event_Data) MergeToolResultEventData(v ToolResultEventData) error {
+// MergeToolResultEvent performs a merge with any union data inside the Event, using the provided ToolResultEvent
+func (t *Event) MergeToolResultEvent(v ToolResultEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool.result"}`))
 	if err != nil {
 		return err
 	}
@@ -4611,23 +5441,31 @@ func (t *Event_Data) MergeToolResultEventData(v ToolResultEventData) error {
 	return err
 }
 
-// AsContextCompactedEventData returns the union data inside the Event_Data as a ContextCompactedEventData
-func (t Event_Data) AsContextCompactedEventData() (ContextCompactedEventData, error) {
-	var body ContextCompactedEventData
+// AsContextCompactedEvent returns the union data inside the Event as a ContextCompactedEvent
+func (t Event) AsContextCompactedEvent() (ContextCompactedEvent, error) {
+	var body ContextCompactedEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromContextCompactedEventData overwrites any union data inside the Event_Data as the provided ContextCompactedEventData
-func (t *Event_Data) FromContextCompactedEventData(v ContextCompactedEventData) error {
+// FromContextCompactedEvent overwrites any union data inside the Event as the provided ContextCompactedEvent
+func (t *Event) FromContextCompactedEvent(v ContextCompactedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"context.compacted"}`))
 	t.union = b
 	return err
 }
 
-// MergeContextCompactedEventData performs a merge with any union data inside the Event_Data, using the provided ContextCompactedEventData
-func (t *Event_Data) MergeContextCompactedEventData(v ContextCompactedEventData) error {
+// MergeContextCompactedEvent performs a merge with any union data inside the Event, using the provided ContextCompactedEvent
+func (t *Event) MergeContextCompactedEvent(v ContextCompactedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"context.compacted"}`))
 	if err != nil {
 		return err
 	}
@@ -4637,23 +5475,31 @@ func (t *Event_Data) MergeContextCompactedEventData(v ContextCompactedEventData)
 	return err
 }
 
-// AsApprovalRequestedEventData returns the union data inside the Event_Data as a ApprovalRequestedEventData
-func (t Event_Data) AsApprovalRequestedEventData() (ApprovalRequestedEventData, error) {
-	var body ApprovalRequestedEventData
+// AsApprovalRequestedEvent returns the union data inside the Event as a ApprovalRequestedEvent
+func (t Event) AsApprovalRequestedEvent() (ApprovalRequestedEvent, error) {
+	var body ApprovalRequestedEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromApprovalRequestedEventData overwrites any union data inside the Event_Data as the provided ApprovalRequestedEventData
-func (t *Event_Data) FromApprovalRequestedEventData(v ApprovalRequestedEventData) error {
+// FromApprovalRequestedEvent overwrites any union data inside the Event as the provided ApprovalRequestedEvent
+func (t *Event) FromApprovalRequestedEvent(v ApprovalRequestedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval.requested"}`))
 	t.union = b
 	return err
 }
 
-// MergeApprovalRequestedEventData performs a merge with any union data inside the Event_Data, using the provided ApprovalRequestedEventData
-func (t *Event_Data) MergeApprovalRequestedEventData(v ApprovalRequestedEventData) error {
+// MergeApprovalRequestedEvent performs a merge with any union data inside the Event, using the provided ApprovalRequestedEvent
+func (t *Event) MergeApprovalRequestedEvent(v ApprovalRequestedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval.requested"}`))
 	if err != nil {
 		return err
 	}
@@ -4663,23 +5509,31 @@ func (t *Event_Data) MergeApprovalRequestedEventData(v ApprovalRequestedEventDat
 	return err
 }
 
-// AsApprovalDecidedEventData returns the union data inside the Event_Data as a ApprovalDecidedEventData
-func (t Event_Data) AsApprovalDecidedEventData() (ApprovalDecidedEventData, error) {
-	var body ApprovalDecidedEventData
+// AsApprovalDecidedEvent returns the union data inside the Event as a ApprovalDecidedEvent
+func (t Event) AsApprovalDecidedEvent() (ApprovalDecidedEvent, error) {
+	var body ApprovalDecidedEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromApprovalDecidedEventData overwrites any union data inside the Event_Data as the provided ApprovalDecidedEventData
-func (t *Event_Data) FromApprovalDecidedEventData(v ApprovalDecidedEventData) error {
+// FromApprovalDecidedEvent overwrites any union data inside the Event as the provided ApprovalDecidedEvent
+func (t *Event) FromApprovalDecidedEvent(v ApprovalDecidedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval.decided"}`))
 	t.union = b
 	return err
 }
 
-// MergeApprovalDecidedEventData performs a merge with any union data inside the Event_Data, using the provided ApprovalDecidedEventData
-func (t *Event_Data) MergeApprovalDecidedEventData(v ApprovalDecidedEventData) error {
+// MergeApprovalDecidedEvent performs a merge with any union data inside the Event, using the provided ApprovalDecidedEvent
+func (t *Event) MergeApprovalDecidedEvent(v ApprovalDecidedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval.decided"}`))
 	if err != nil {
 		return err
 	}
@@ -4689,23 +5543,31 @@ func (t *Event_Data) MergeApprovalDecidedEventData(v ApprovalDecidedEventData) e
 	return err
 }
 
-// AsErrorEventData returns the union data inside the Event_Data as a ErrorEventData
-func (t Event_Data) AsErrorEventData() (ErrorEventData, error) {
-	var body ErrorEventData
+// AsRunErrorEvent returns the union data inside the Event as a RunErrorEvent
+func (t Event) AsRunErrorEvent() (RunErrorEvent, error) {
+	var body RunErrorEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromErrorEventData overwrites any union data inside the Event_Data as the provided ErrorEventData
-func (t *Event_Data) FromErrorEventData(v ErrorEventData) error {
+// FromRunErrorEvent overwrites any union data inside the Event as the provided RunErrorEvent
+func (t *Event) FromRunErrorEvent(v RunErrorEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.error"}`))
 	t.union = b
 	return err
 }
 
-// MergeErrorEventData performs a merge with any union data inside the Event_Data, using the provided ErrorEventData
-func (t *Event_Data) MergeErrorEventData(v ErrorEventData) error {
+// MergeRunErrorEvent performs a merge with any union data inside the Event, using the provided RunErrorEvent
+func (t *Event) MergeRunErrorEvent(v RunErrorEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.error"}`))
 	if err != nil {
 		return err
 	}
@@ -4715,12 +5577,510 @@ func (t *Event_Data) MergeErrorEventData(v ErrorEventData) error {
 	return err
 }
 
-func (t Event_Data) MarshalJSON() ([]byte, error) {
+func (t Event) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t Event) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "approval.decided":
+		return t.AsApprovalDecidedEvent()
+	case "approval.requested":
+		return t.AsApprovalRequestedEvent()
+	case "context.compacted":
+		return t.AsContextCompactedEvent()
+	case "message.completed":
+		return t.AsMessageCompletedEvent()
+	case "message.delta":
+		return t.AsMessageDeltaEvent()
+	case "run.error":
+		return t.AsRunErrorEvent()
+	case "run.status":
+		return t.AsRunStatusEvent()
+	case "tool.call":
+		return t.AsToolCallEvent()
+	case "tool.result":
+		return t.AsToolResultEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t Event) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
 }
 
-func (t *Event_Data) UnmarshalJSON(b []byte) error {
+func (t *Event) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsAgentRevisionPublishedWebhookEvent returns the union data inside the WebhookEvent as a AgentRevisionPublishedWebhookEvent
+func (t WebhookEvent) AsAgentRevisionPublishedWebhookEvent() (AgentRevisionPublishedWebhookEvent, error) {
+	var body AgentRevisionPublishedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentRevisionPublishedWebhookEvent overwrites any union data inside the WebhookEvent as the provided AgentRevisionPublishedWebhookEvent
+func (t *WebhookEvent) FromAgentRevisionPublishedWebhookEvent(v AgentRevisionPublishedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"agent.revision_published"}`))
+	t.union = b
+	return err
+}
+
+// MergeAgentRevisionPublishedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided AgentRevisionPublishedWebhookEvent
+func (t *WebhookEvent) MergeAgentRevisionPublishedWebhookEvent(v AgentRevisionPublishedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"agent.revision_published"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEnvironmentDeletedWebhookEvent returns the union data inside the WebhookEvent as a EnvironmentDeletedWebhookEvent
+func (t WebhookEvent) AsEnvironmentDeletedWebhookEvent() (EnvironmentDeletedWebhookEvent, error) {
+	var body EnvironmentDeletedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEnvironmentDeletedWebhookEvent overwrites any union data inside the WebhookEvent as the provided EnvironmentDeletedWebhookEvent
+func (t *WebhookEvent) FromEnvironmentDeletedWebhookEvent(v EnvironmentDeletedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"environment.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeEnvironmentDeletedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided EnvironmentDeletedWebhookEvent
+func (t *WebhookEvent) MergeEnvironmentDeletedWebhookEvent(v EnvironmentDeletedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"environment.deleted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEnvironmentStoppedWebhookEvent returns the union data inside the WebhookEvent as a EnvironmentStoppedWebhookEvent
+func (t WebhookEvent) AsEnvironmentStoppedWebhookEvent() (EnvironmentStoppedWebhookEvent, error) {
+	var body EnvironmentStoppedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEnvironmentStoppedWebhookEvent overwrites any union data inside the WebhookEvent as the provided EnvironmentStoppedWebhookEvent
+func (t *WebhookEvent) FromEnvironmentStoppedWebhookEvent(v EnvironmentStoppedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"environment.stopped"}`))
+	t.union = b
+	return err
+}
+
+// MergeEnvironmentStoppedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided EnvironmentStoppedWebhookEvent
+func (t *WebhookEvent) MergeEnvironmentStoppedWebhookEvent(v EnvironmentStoppedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"environment.stopped"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvitationAcceptedWebhookEvent returns the union data inside the WebhookEvent as a InvitationAcceptedWebhookEvent
+func (t WebhookEvent) AsInvitationAcceptedWebhookEvent() (InvitationAcceptedWebhookEvent, error) {
+	var body InvitationAcceptedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvitationAcceptedWebhookEvent overwrites any union data inside the WebhookEvent as the provided InvitationAcceptedWebhookEvent
+func (t *WebhookEvent) FromInvitationAcceptedWebhookEvent(v InvitationAcceptedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invitation.accepted"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvitationAcceptedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided InvitationAcceptedWebhookEvent
+func (t *WebhookEvent) MergeInvitationAcceptedWebhookEvent(v InvitationAcceptedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invitation.accepted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunAcceptedWebhookEvent returns the union data inside the WebhookEvent as a RunAcceptedWebhookEvent
+func (t WebhookEvent) AsRunAcceptedWebhookEvent() (RunAcceptedWebhookEvent, error) {
+	var body RunAcceptedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunAcceptedWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunAcceptedWebhookEvent
+func (t *WebhookEvent) FromRunAcceptedWebhookEvent(v RunAcceptedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.accepted"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunAcceptedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunAcceptedWebhookEvent
+func (t *WebhookEvent) MergeRunAcceptedWebhookEvent(v RunAcceptedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.accepted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunCancelledWebhookEvent returns the union data inside the WebhookEvent as a RunCancelledWebhookEvent
+func (t WebhookEvent) AsRunCancelledWebhookEvent() (RunCancelledWebhookEvent, error) {
+	var body RunCancelledWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunCancelledWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunCancelledWebhookEvent
+func (t *WebhookEvent) FromRunCancelledWebhookEvent(v RunCancelledWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.cancelled"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunCancelledWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunCancelledWebhookEvent
+func (t *WebhookEvent) MergeRunCancelledWebhookEvent(v RunCancelledWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunFailedWebhookEvent returns the union data inside the WebhookEvent as a RunFailedWebhookEvent
+func (t WebhookEvent) AsRunFailedWebhookEvent() (RunFailedWebhookEvent, error) {
+	var body RunFailedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunFailedWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunFailedWebhookEvent
+func (t *WebhookEvent) FromRunFailedWebhookEvent(v RunFailedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.failed"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunFailedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunFailedWebhookEvent
+func (t *WebhookEvent) MergeRunFailedWebhookEvent(v RunFailedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.failed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunStartedWebhookEvent returns the union data inside the WebhookEvent as a RunStartedWebhookEvent
+func (t WebhookEvent) AsRunStartedWebhookEvent() (RunStartedWebhookEvent, error) {
+	var body RunStartedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunStartedWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunStartedWebhookEvent
+func (t *WebhookEvent) FromRunStartedWebhookEvent(v RunStartedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.started"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunStartedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunStartedWebhookEvent
+func (t *WebhookEvent) MergeRunStartedWebhookEvent(v RunStartedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunSucceededWebhookEvent returns the union data inside the WebhookEvent as a RunSucceededWebhookEvent
+func (t WebhookEvent) AsRunSucceededWebhookEvent() (RunSucceededWebhookEvent, error) {
+	var body RunSucceededWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunSucceededWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunSucceededWebhookEvent
+func (t *WebhookEvent) FromRunSucceededWebhookEvent(v RunSucceededWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.succeeded"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunSucceededWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunSucceededWebhookEvent
+func (t *WebhookEvent) MergeRunSucceededWebhookEvent(v RunSucceededWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.succeeded"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunWaitingWebhookEvent returns the union data inside the WebhookEvent as a RunWaitingWebhookEvent
+func (t WebhookEvent) AsRunWaitingWebhookEvent() (RunWaitingWebhookEvent, error) {
+	var body RunWaitingWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunWaitingWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunWaitingWebhookEvent
+func (t *WebhookEvent) FromRunWaitingWebhookEvent(v RunWaitingWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.waiting"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunWaitingWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunWaitingWebhookEvent
+func (t *WebhookEvent) MergeRunWaitingWebhookEvent(v RunWaitingWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.waiting"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSkillRevisionPublishedWebhookEvent returns the union data inside the WebhookEvent as a SkillRevisionPublishedWebhookEvent
+func (t WebhookEvent) AsSkillRevisionPublishedWebhookEvent() (SkillRevisionPublishedWebhookEvent, error) {
+	var body SkillRevisionPublishedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSkillRevisionPublishedWebhookEvent overwrites any union data inside the WebhookEvent as the provided SkillRevisionPublishedWebhookEvent
+func (t *WebhookEvent) FromSkillRevisionPublishedWebhookEvent(v SkillRevisionPublishedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"skill.revision_published"}`))
+	t.union = b
+	return err
+}
+
+// MergeSkillRevisionPublishedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided SkillRevisionPublishedWebhookEvent
+func (t *WebhookEvent) MergeSkillRevisionPublishedWebhookEvent(v SkillRevisionPublishedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"skill.revision_published"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsThreadIdleWebhookEvent returns the union data inside the WebhookEvent as a ThreadIdleWebhookEvent
+func (t WebhookEvent) AsThreadIdleWebhookEvent() (ThreadIdleWebhookEvent, error) {
+	var body ThreadIdleWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromThreadIdleWebhookEvent overwrites any union data inside the WebhookEvent as the provided ThreadIdleWebhookEvent
+func (t *WebhookEvent) FromThreadIdleWebhookEvent(v ThreadIdleWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"thread.idle"}`))
+	t.union = b
+	return err
+}
+
+// MergeThreadIdleWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided ThreadIdleWebhookEvent
+func (t *WebhookEvent) MergeThreadIdleWebhookEvent(v ThreadIdleWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"thread.idle"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WebhookEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t WebhookEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent.revision_published":
+		return t.AsAgentRevisionPublishedWebhookEvent()
+	case "environment.deleted":
+		return t.AsEnvironmentDeletedWebhookEvent()
+	case "environment.stopped":
+		return t.AsEnvironmentStoppedWebhookEvent()
+	case "invitation.accepted":
+		return t.AsInvitationAcceptedWebhookEvent()
+	case "run.accepted":
+		return t.AsRunAcceptedWebhookEvent()
+	case "run.cancelled":
+		return t.AsRunCancelledWebhookEvent()
+	case "run.failed":
+		return t.AsRunFailedWebhookEvent()
+	case "run.started":
+		return t.AsRunStartedWebhookEvent()
+	case "run.succeeded":
+		return t.AsRunSucceededWebhookEvent()
+	case "run.waiting":
+		return t.AsRunWaitingWebhookEvent()
+	case "skill.revision_published":
+		return t.AsSkillRevisionPublishedWebhookEvent()
+	case "thread.idle":
+		return t.AsThreadIdleWebhookEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t WebhookEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WebhookEvent) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -67,6 +68,21 @@ func (e AgentContextStrategy) Valid() bool {
 	case AgentContextStrategySummarize:
 		return true
 	case AgentContextStrategyTruncate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentRevisionPublishedWebhookEventType.
+const (
+	AgentRevisionPublishedWebhookEventTypeAgentRevisionPublished AgentRevisionPublishedWebhookEventType = "agent.revision_published"
+)
+
+// Valid indicates whether the value is a known member of the AgentRevisionPublishedWebhookEventType enum.
+func (e AgentRevisionPublishedWebhookEventType) Valid() bool {
+	switch e {
+	case AgentRevisionPublishedWebhookEventTypeAgentRevisionPublished:
 		return true
 	default:
 		return false
@@ -154,6 +170,21 @@ func (e ApprovalStatus) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalDecidedEventType.
+const (
+	ApprovalDecidedEventTypeApprovalDecided ApprovalDecidedEventType = "approval.decided"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalDecidedEventType enum.
+func (e ApprovalDecidedEventType) Valid() bool {
+	switch e {
+	case ApprovalDecidedEventTypeApprovalDecided:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApprovalDecidedEventDataDecision.
 const (
 	ApprovalDecidedEventDataDecisionApprove ApprovalDecidedEventDataDecision = "approve"
@@ -166,6 +197,21 @@ func (e ApprovalDecidedEventDataDecision) Valid() bool {
 	case ApprovalDecidedEventDataDecisionApprove:
 		return true
 	case ApprovalDecidedEventDataDecisionDeny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalRequestedEventType.
+const (
+	ApprovalRequestedEventTypeApprovalRequested ApprovalRequestedEventType = "approval.requested"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalRequestedEventType enum.
+func (e ApprovalRequestedEventType) Valid() bool {
+	switch e {
+	case ApprovalRequestedEventTypeApprovalRequested:
 		return true
 	default:
 		return false
@@ -241,6 +287,21 @@ func (e ConnectionOperationStatus) Valid() bool {
 	}
 }
 
+// Defines values for ContextCompactedEventType.
+const (
+	ContextCompactedEventTypeContextCompacted ContextCompactedEventType = "context.compacted"
+)
+
+// Valid indicates whether the value is a known member of the ContextCompactedEventType enum.
+func (e ContextCompactedEventType) Valid() bool {
+	switch e {
+	case ContextCompactedEventTypeContextCompacted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContextCompactedEventDataStrategy.
 const (
 	ContextCompactedEventDataStrategySummarize ContextCompactedEventDataStrategy = "summarize"
@@ -289,6 +350,21 @@ func (e DecideApprovalRequestDecision) Valid() bool {
 	}
 }
 
+// Defines values for EnvironmentDeletedWebhookEventType.
+const (
+	EnvironmentDeletedWebhookEventTypeEnvironmentDeleted EnvironmentDeletedWebhookEventType = "environment.deleted"
+)
+
+// Valid indicates whether the value is a known member of the EnvironmentDeletedWebhookEventType enum.
+func (e EnvironmentDeletedWebhookEventType) Valid() bool {
+	switch e {
+	case EnvironmentDeletedWebhookEventTypeEnvironmentDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EnvironmentStatus.
 const (
 	EnvironmentStatusDeleted  EnvironmentStatus = "deleted"
@@ -313,6 +389,21 @@ func (e EnvironmentStatus) Valid() bool {
 	case EnvironmentStatusStarting:
 		return true
 	case EnvironmentStatusStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EnvironmentStoppedWebhookEventType.
+const (
+	EnvironmentStoppedWebhookEventTypeEnvironmentStopped EnvironmentStoppedWebhookEventType = "environment.stopped"
+)
+
+// Valid indicates whether the value is a known member of the EnvironmentStoppedWebhookEventType enum.
+func (e EnvironmentStoppedWebhookEventType) Valid() bool {
+	switch e {
+	case EnvironmentStoppedWebhookEventTypeEnvironmentStopped:
 		return true
 	default:
 		return false
@@ -385,45 +476,6 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
-// Defines values for EventType.
-const (
-	EventTypeApprovalDecided   EventType = "approval.decided"
-	EventTypeApprovalRequested EventType = "approval.requested"
-	EventTypeContextCompacted  EventType = "context.compacted"
-	EventTypeMessageCompleted  EventType = "message.completed"
-	EventTypeMessageDelta      EventType = "message.delta"
-	EventTypeRunError          EventType = "run.error"
-	EventTypeRunStatus         EventType = "run.status"
-	EventTypeToolCall          EventType = "tool.call"
-	EventTypeToolResult        EventType = "tool.result"
-)
-
-// Valid indicates whether the value is a known member of the EventType enum.
-func (e EventType) Valid() bool {
-	switch e {
-	case EventTypeApprovalDecided:
-		return true
-	case EventTypeApprovalRequested:
-		return true
-	case EventTypeContextCompacted:
-		return true
-	case EventTypeMessageCompleted:
-		return true
-	case EventTypeMessageDelta:
-		return true
-	case EventTypeRunError:
-		return true
-	case EventTypeRunStatus:
-		return true
-	case EventTypeToolCall:
-		return true
-	case EventTypeToolResult:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -454,6 +506,21 @@ func (e InputStatus) Valid() bool {
 	case InputStatusQueued:
 		return true
 	case InputStatusStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvitationAcceptedWebhookEventType.
+const (
+	InvitationAcceptedWebhookEventTypeInvitationAccepted InvitationAcceptedWebhookEventType = "invitation.accepted"
+)
+
+// Valid indicates whether the value is a known member of the InvitationAcceptedWebhookEventType enum.
+func (e InvitationAcceptedWebhookEventType) Valid() bool {
+	switch e {
+	case InvitationAcceptedWebhookEventTypeInvitationAccepted:
 		return true
 	default:
 		return false
@@ -541,6 +608,51 @@ func (e MemoryKind) Valid() bool {
 	case MemoryKindBuiltin:
 		return true
 	case MemoryKindRecord:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageCompletedEventType.
+const (
+	MessageCompletedEventTypeMessageCompleted MessageCompletedEventType = "message.completed"
+)
+
+// Valid indicates whether the value is a known member of the MessageCompletedEventType enum.
+func (e MessageCompletedEventType) Valid() bool {
+	switch e {
+	case MessageCompletedEventTypeMessageCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageCompletedEventDataRole.
+const (
+	MessageCompletedEventDataRoleAssistant MessageCompletedEventDataRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the MessageCompletedEventDataRole enum.
+func (e MessageCompletedEventDataRole) Valid() bool {
+	switch e {
+	case MessageCompletedEventDataRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageDeltaEventType.
+const (
+	MessageDeltaEventTypeMessageDelta MessageDeltaEventType = "message.delta"
+)
+
+// Valid indicates whether the value is a known member of the MessageDeltaEventType enum.
+func (e MessageDeltaEventType) Valid() bool {
+	switch e {
+	case MessageDeltaEventTypeMessageDelta:
 		return true
 	default:
 		return false
@@ -757,6 +869,81 @@ func (e Role) Valid() bool {
 	}
 }
 
+// Defines values for RunAcceptedWebhookEventType.
+const (
+	RunAcceptedWebhookEventTypeRunAccepted RunAcceptedWebhookEventType = "run.accepted"
+)
+
+// Valid indicates whether the value is a known member of the RunAcceptedWebhookEventType enum.
+func (e RunAcceptedWebhookEventType) Valid() bool {
+	switch e {
+	case RunAcceptedWebhookEventTypeRunAccepted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunCancelledWebhookEventType.
+const (
+	RunCancelledWebhookEventTypeRunCancelled RunCancelledWebhookEventType = "run.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the RunCancelledWebhookEventType enum.
+func (e RunCancelledWebhookEventType) Valid() bool {
+	switch e {
+	case RunCancelledWebhookEventTypeRunCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunErrorEventType.
+const (
+	RunErrorEventTypeRunError RunErrorEventType = "run.error"
+)
+
+// Valid indicates whether the value is a known member of the RunErrorEventType enum.
+func (e RunErrorEventType) Valid() bool {
+	switch e {
+	case RunErrorEventTypeRunError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunFailedWebhookEventType.
+const (
+	RunFailedWebhookEventTypeRunFailed RunFailedWebhookEventType = "run.failed"
+)
+
+// Valid indicates whether the value is a known member of the RunFailedWebhookEventType enum.
+func (e RunFailedWebhookEventType) Valid() bool {
+	switch e {
+	case RunFailedWebhookEventTypeRunFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunStartedWebhookEventType.
+const (
+	RunStartedWebhookEventTypeRunStarted RunStartedWebhookEventType = "run.started"
+)
+
+// Valid indicates whether the value is a known member of the RunStartedWebhookEventType enum.
+func (e RunStartedWebhookEventType) Valid() bool {
+	switch e {
+	case RunStartedWebhookEventTypeRunStarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RunStatus.
 const (
 	RunStatusAccepted  RunStatus = "accepted"
@@ -787,6 +974,81 @@ func (e RunStatus) Valid() bool {
 	}
 }
 
+// Defines values for RunStatusEventType.
+const (
+	RunStatusEventTypeRunStatus RunStatusEventType = "run.status"
+)
+
+// Valid indicates whether the value is a known member of the RunStatusEventType enum.
+func (e RunStatusEventType) Valid() bool {
+	switch e {
+	case RunStatusEventTypeRunStatus:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunSucceededWebhookEventType.
+const (
+	RunSucceededWebhookEventTypeRunSucceeded RunSucceededWebhookEventType = "run.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the RunSucceededWebhookEventType enum.
+func (e RunSucceededWebhookEventType) Valid() bool {
+	switch e {
+	case RunSucceededWebhookEventTypeRunSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunWaitingWebhookEventType.
+const (
+	RunWaitingWebhookEventTypeRunWaiting RunWaitingWebhookEventType = "run.waiting"
+)
+
+// Valid indicates whether the value is a known member of the RunWaitingWebhookEventType enum.
+func (e RunWaitingWebhookEventType) Valid() bool {
+	switch e {
+	case RunWaitingWebhookEventTypeRunWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SkillRevisionPublishedWebhookEventType.
+const (
+	SkillRevisionPublishedWebhookEventTypeSkillRevisionPublished SkillRevisionPublishedWebhookEventType = "skill.revision_published"
+)
+
+// Valid indicates whether the value is a known member of the SkillRevisionPublishedWebhookEventType enum.
+func (e SkillRevisionPublishedWebhookEventType) Valid() bool {
+	switch e {
+	case SkillRevisionPublishedWebhookEventTypeSkillRevisionPublished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThreadIdleWebhookEventType.
+const (
+	ThreadIdleWebhookEventTypeThreadIdle ThreadIdleWebhookEventType = "thread.idle"
+)
+
+// Valid indicates whether the value is a known member of the ThreadIdleWebhookEventType enum.
+func (e ThreadIdleWebhookEventType) Valid() bool {
+	switch e {
+	case ThreadIdleWebhookEventTypeThreadIdle:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ThreadStatus.
 const (
 	ThreadStatusIdle    ThreadStatus = "idle"
@@ -799,6 +1061,21 @@ func (e ThreadStatus) Valid() bool {
 	case ThreadStatusIdle:
 		return true
 	case ThreadStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolCallEventType.
+const (
+	ToolCallEventTypeToolCall ToolCallEventType = "tool.call"
+)
+
+// Valid indicates whether the value is a known member of the ToolCallEventType enum.
+func (e ToolCallEventType) Valid() bool {
+	switch e {
+	case ToolCallEventTypeToolCall:
 		return true
 	default:
 		return false
@@ -820,6 +1097,21 @@ func (e ToolDecision) Valid() bool {
 	case ToolDecisionAsk:
 		return true
 	case ToolDecisionDeny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolResultEventType.
+const (
+	ToolResultEventTypeToolResult ToolResultEventType = "tool.result"
+)
+
+// Valid indicates whether the value is a known member of the ToolResultEventType enum.
+func (e ToolResultEventType) Valid() bool {
+	switch e {
+	case ToolResultEventTypeToolResult:
 		return true
 	default:
 		return false
@@ -1203,6 +1495,39 @@ type AgentRevisionPage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// AgentRevisionPublishedWebhookData defines model for AgentRevisionPublishedWebhookData.
+type AgentRevisionPublishedWebhookData struct {
+	// AgentId Example: ap_01jd5v6w1q3yb8j8y3tn9z2k7h
+	AgentId string `json:"agent_id"`
+
+	// DefaultRevisionId The agent's default revision after the publish.
+	DefaultRevisionId string `json:"default_revision_id"`
+
+	// Name The agent's name after the publish.
+	Name string `json:"name"`
+
+	// PublishedById The principal who published it.
+	PublishedById string `json:"published_by_id"`
+
+	// RevisionId The new revision.
+	RevisionId     string `json:"revision_id"`
+	RevisionNumber int    `json:"revision_number"`
+}
+
+// AgentRevisionPublishedWebhookEvent `agent.revision_published`: a revision of an agent was published (creating an agent publishes its revision 1; a publish identical to the latest revision emits nothing). `timestamp` is the revision's `created_at`.
+type AgentRevisionPublishedWebhookEvent struct {
+	Data AgentRevisionPublishedWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                       `json:"timestamp"`
+	Type      AgentRevisionPublishedWebhookEventType `json:"type"`
+}
+
+// AgentRevisionPublishedWebhookEventType defines model for AgentRevisionPublishedWebhookEvent.Type.
+type AgentRevisionPublishedWebhookEventType string
+
 // AgentSkillRefInput defines model for AgentSkillRefInput.
 type AgentSkillRefInput struct {
 	// RevisionId A revision of that skill to pin; left out or null uses the skill's default revision at run start.
@@ -1307,6 +1632,28 @@ type ApprovalOnTimeout string
 // ApprovalStatus `expired`: nobody decided in time; `closed`: the run ended first.
 type ApprovalStatus string
 
+// ApprovalDecidedEvent `approval.decided`: a waiting tool call was approved or denied.
+type ApprovalDecidedEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `approval.decided`: a person approved or denied a waiting call (`decided_by` names
+	// them), or nobody did in time (`timed_out`, `decided_by` null, `decision` deny).
+	Data ApprovalDecidedEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq                 `json:"seq"`
+	Type ApprovalDecidedEventType `json:"type"`
+}
+
+// ApprovalDecidedEventType defines model for ApprovalDecidedEvent.Type.
+type ApprovalDecidedEventType string
+
 // ApprovalDecidedEventData `approval.decided`: a person approved or denied a waiting call (`decided_by` names
 // them), or nobody did in time (`timed_out`, `decided_by` null, `decision` deny).
 type ApprovalDecidedEventData struct {
@@ -1325,6 +1672,29 @@ type ApprovalDecidedEventDataDecision string
 type ApprovalList struct {
 	Items []Approval `json:"items"`
 }
+
+// ApprovalRequestedEvent `approval.requested`: a tool call waits for a person's decision.
+type ApprovalRequestedEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `approval.requested`: a tool call waits for a person's decision (the agent's tool
+	// policy says `ask`); the run waits meanwhile. After `timeout_seconds` without one,
+	// the call is denied (`on_timeout: deny`) or the run fails (`fail`).
+	Data ApprovalRequestedEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq                   `json:"seq"`
+	Type ApprovalRequestedEventType `json:"type"`
+}
+
+// ApprovalRequestedEventType defines model for ApprovalRequestedEvent.Type.
+type ApprovalRequestedEventType string
 
 // ApprovalRequestedEventData `approval.requested`: a tool call waits for a person's decision (the agent's tool
 // policy says `ask`); the run waits meanwhile. After `timeout_seconds` without one,
@@ -1526,6 +1896,33 @@ type ConnectionPage struct {
 //
 // Example: sha256:9f2c4bfc1a3c7b2e4f7a0f6c4b8b7d3a1e2f3c4d5e6f708192a3b4c5d6e7f809
 type ContentHash = string
+
+// ContextCompactedEvent `context.compacted`: earlier messages were summarized to fit the model's context window.
+type ContextCompactedEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `context.compacted`: before a model call, the thread's messages `from_position` to
+	// `through_position` (but `kept_position`, the run's input, which stays) were replaced
+	// by `summary` in what is sent to the model, to fit its context window. The thread's
+	// messages are unchanged. `summarized_messages` of the `replaced_messages` were read to
+	// write the summary (with the earlier summary); older ones did not fit in the
+	// summarizing call and are dropped. Token counts are svc's estimates (calibrated by the
+	// vendor's reported usage). Later steps and runs of the thread reuse the summary.
+	Data ContextCompactedEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq                  `json:"seq"`
+	Type ContextCompactedEventType `json:"type"`
+}
+
+// ContextCompactedEventType defines model for ContextCompactedEvent.Type.
+type ContextCompactedEventType string
 
 // ContextCompactedEventData `context.compacted`: before a model call, the thread's messages `from_position` to
 // `through_position` (but `kept_position`, the run's input, which stays) were replaced
@@ -1871,6 +2268,20 @@ type Environment struct {
 	Version     int       `json:"version"`
 }
 
+// EnvironmentDeletedWebhookEvent `environment.deleted`: the maintenance sweep deleted an environment idle past its template's threshold (or one whose driver cannot stop it).
+type EnvironmentDeletedWebhookEvent struct {
+	Data EnvironmentWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                   `json:"timestamp"`
+	Type      EnvironmentDeletedWebhookEventType `json:"type"`
+}
+
+// EnvironmentDeletedWebhookEventType defines model for EnvironmentDeletedWebhookEvent.Type.
+type EnvironmentDeletedWebhookEventType string
+
 // EnvironmentPage defines model for EnvironmentPage.
 type EnvironmentPage struct {
 	Items      []Environment             `json:"items"`
@@ -1880,6 +2291,20 @@ type EnvironmentPage struct {
 // EnvironmentStatus `deleting`: deletion was asked and the sweep is destroying the vendor's instance;
 // `deleted`: it is gone (the record stays as history).
 type EnvironmentStatus string
+
+// EnvironmentStoppedWebhookEvent `environment.stopped`: the maintenance sweep stopped an environment idle past its template's threshold.
+type EnvironmentStoppedWebhookEvent struct {
+	Data EnvironmentWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                   `json:"timestamp"`
+	Type      EnvironmentStoppedWebhookEventType `json:"type"`
+}
+
+// EnvironmentStoppedWebhookEventType defines model for EnvironmentStoppedWebhookEvent.Type.
+type EnvironmentStoppedWebhookEventType string
 
 // EnvironmentTemplate defines model for EnvironmentTemplate.
 type EnvironmentTemplate struct {
@@ -1931,6 +2356,18 @@ type EnvironmentTemplatePage struct {
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// EnvironmentWebhookData defines model for EnvironmentWebhookData.
+type EnvironmentWebhookData struct {
+	// EnvironmentId Example: env_01jd5v6w1q3yb8j8y3tn9z2k7h
+	EnvironmentId string `json:"environment_id"`
+
+	// TemplateId The environment template it was made from.
+	TemplateId string `json:"template_id"`
+
+	// ThreadId The thread whose runs made and use it; null for one made otherwise.
+	ThreadId nullable.Nullable[string] `json:"thread_id"`
+}
+
 // Error defines model for Error.
 type Error struct {
 	Error struct {
@@ -1960,30 +2397,19 @@ type ErrorDetail struct {
 	Reason string `json:"reason"`
 }
 
-// ErrorEventData `run.error`: something went wrong; `retrying` says the run goes on.
-type ErrorEventData struct {
-	Code     string `json:"code"`
-	Message  string `json:"message"`
-	Retrying bool   `json:"retrying"`
-}
-
-// Event defines model for Event.
+// Event One event of a thread, as `GET /api/v1/threads/{thread_id}/events` lists it and
+// `GET /api/v1/threads/{thread_id}/stream` sends it (the `data:` line of a frame whose
+// `event:` is its `type`). Every event has `seq`, `type`, `run_id`, `at` and `data`;
+// `type` says which schema below it has, and so the shape of `data`. Clients ignore
+// types they do not know.
 type Event struct {
-	At time.Time `json:"at"`
-
-	// Data The data of the event's `type` (one of the shapes below).
-	Data  Event_Data                `json:"data"`
-	RunId nullable.Nullable[string] `json:"run_id"`
-
-	// Seq Gap-free per thread: 1, 2, ...
-	Seq  int64     `json:"seq"`
-	Type EventType `json:"type"`
-}
-
-// Event_Data The data of the event's `type` (one of the shapes below).
-type Event_Data struct {
 	union json.RawMessage
 }
+
+// EventAt When the event was written (RFC 3339, UTC, six fractional digits).
+//
+// Example: 2026-01-02T03:04:05.123456Z
+type EventAt = time.Time
 
 // EventPage defines model for EventPage.
 type EventPage struct {
@@ -1991,8 +2417,8 @@ type EventPage struct {
 	NextAfter nullable.Nullable[int64] `json:"next_after"`
 }
 
-// EventType defines model for EventType.
-type EventType string
+// EventSeq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+type EventSeq = int64
 
 // ExtraHeaders Headers sent with every request to the model vendor. Names are HTTP field names;
 // values must not contain CR, LF or NUL. Headers svc sets itself (authentication,
@@ -2052,6 +2478,35 @@ type Invitation struct {
 	// WorkspaceId null for organization invitations.
 	WorkspaceId nullable.Nullable[string] `json:"workspace_id"`
 }
+
+// InvitationAcceptedWebhookData defines model for InvitationAcceptedWebhookData.
+type InvitationAcceptedWebhookData struct {
+	// Email The address the invitation was sent to.
+	Email        string `json:"email"`
+	InvitationId string `json:"invitation_id"`
+
+	// InvitedById The principal who invited them.
+	InvitedById string `json:"invited_by_id"`
+
+	// PrincipalId The principal who joined.
+	PrincipalId string        `json:"principal_id"`
+	Role        WorkspaceRole `json:"role"`
+	WorkspaceId string        `json:"workspace_id"`
+}
+
+// InvitationAcceptedWebhookEvent `invitation.accepted`: someone accepted an invitation to the workspace (organization invitations emit nothing). `timestamp` is the acceptance's time.
+type InvitationAcceptedWebhookEvent struct {
+	Data InvitationAcceptedWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                   `json:"timestamp"`
+	Type      InvitationAcceptedWebhookEventType `json:"type"`
+}
+
+// InvitationAcceptedWebhookEventType defines model for InvitationAcceptedWebhookEvent.Type.
+type InvitationAcceptedWebhookEventType string
 
 // InvitationConfirmationSent defines model for InvitationConfirmationSent.
 type InvitationConfirmationSent struct {
@@ -2219,12 +2674,59 @@ type Message struct {
 	ToolCalls  []ToolCall                `json:"tool_calls"`
 }
 
-// MessageCompletedEventData `message.completed`: a message added to the conversation.
+// MessageCompletedEvent `message.completed`: a model's message was added to the thread.
+type MessageCompletedEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `message.completed`: a model's message added to the thread (the input and tool results are thread messages, not events of this type).
+	Data MessageCompletedEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq                  `json:"seq"`
+	Type MessageCompletedEventType `json:"type"`
+}
+
+// MessageCompletedEventType defines model for MessageCompletedEvent.Type.
+type MessageCompletedEventType string
+
+// MessageCompletedEventData `message.completed`: a model's message added to the thread (the input and tool results are thread messages, not events of this type).
 type MessageCompletedEventData struct {
-	Content   string                        `json:"content"`
-	Role      MessageRole                   `json:"role"`
+	Content string                        `json:"content"`
+	Role    MessageCompletedEventDataRole `json:"role"`
+
+	// ToolCalls The tools the message calls, in order (empty when none).
 	ToolCalls nullable.Nullable[[]ToolCall] `json:"tool_calls"`
 }
+
+// MessageCompletedEventDataRole defines model for MessageCompletedEventData.Role.
+type MessageCompletedEventDataRole string
+
+// MessageDeltaEvent `message.delta`: text the model streamed, gathered over a short interval.
+type MessageDeltaEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `message.delta`: text the model streamed.
+	Data MessageDeltaEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq              `json:"seq"`
+	Type MessageDeltaEventType `json:"type"`
+}
+
+// MessageDeltaEventType defines model for MessageDeltaEvent.Type.
+type MessageDeltaEventType string
 
 // MessageDeltaEventData `message.delta`: text the model streamed.
 type MessageDeltaEventData struct {
@@ -2552,6 +3054,36 @@ type Run struct {
 	Usage    RunUsage  `json:"usage"`
 }
 
+// RunAcceptedWebhookEvent `run.accepted`: a run was accepted (`status` `accepted`).
+type RunAcceptedWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp            `json:"timestamp"`
+	Type      RunAcceptedWebhookEventType `json:"type"`
+}
+
+// RunAcceptedWebhookEventType defines model for RunAcceptedWebhookEvent.Type.
+type RunAcceptedWebhookEventType string
+
+// RunCancelledWebhookEvent `run.cancelled`: a run was cancelled (`status` `cancelled`; `error` says why).
+type RunCancelledWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp             `json:"timestamp"`
+	Type      RunCancelledWebhookEventType `json:"type"`
+}
+
+// RunCancelledWebhookEventType defines model for RunCancelledWebhookEvent.Type.
+type RunCancelledWebhookEventType string
+
 // RunError Why the run failed or was cancelled; null while it has not.
 type RunError struct {
 	// Code `model_error`, `limit_exceeded`, `output_limit` (a model answer outgrew `limits.model_output_bytes`, `limits.tool_arguments_bytes` or its `max_output_tokens`), `attempts_exhausted`, `disabled`, `approval_timeout` (nobody decided on a tool call in time and the agent's `tool_policy.on_timeout` is `fail`), `unavailable`, `internal` or `cancelled`.
@@ -2561,15 +3093,107 @@ type RunError struct {
 	Message string `json:"message"`
 }
 
+// RunErrorEvent `run.error`: something went wrong in a run, or a queued input could not start (then `run_id` is null).
+type RunErrorEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `run.error`: something went wrong; `retrying` says the run goes on. `code` is
+	// `handed_off` (a worker shut down mid-attempt; another continues),
+	// `attempt_failed` (an attempt failed and is retried), `lease_expired` (a worker
+	// stopped answering; the run continues from its last checkpoint), or, for a queued
+	// input that could not start (`run_id` null, `retrying` false), the error code that
+	// refused it, as in error responses (`conflict` for an archived agent, `disabled` for
+	// a disabled model, ...).
+	Data RunErrorEventData `json:"data"`
+
+	// RunId The run it is about; null for an input that could not start.
+	RunId nullable.Nullable[string] `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq          `json:"seq"`
+	Type RunErrorEventType `json:"type"`
+}
+
+// RunErrorEventType defines model for RunErrorEvent.Type.
+type RunErrorEventType string
+
+// RunErrorEventData `run.error`: something went wrong; `retrying` says the run goes on. `code` is
+// `handed_off` (a worker shut down mid-attempt; another continues),
+// `attempt_failed` (an attempt failed and is retried), `lease_expired` (a worker
+// stopped answering; the run continues from its last checkpoint), or, for a queued
+// input that could not start (`run_id` null, `retrying` false), the error code that
+// refused it, as in error responses (`conflict` for an archived agent, `disabled` for
+// a disabled model, ...).
+type RunErrorEventData struct {
+	// Code Example: attempt_failed
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Retrying bool   `json:"retrying"`
+}
+
+// RunFailedWebhookEvent `run.failed`: a run failed (`status` `failed`; `error` says why).
+type RunFailedWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp          `json:"timestamp"`
+	Type      RunFailedWebhookEventType `json:"type"`
+}
+
+// RunFailedWebhookEventType defines model for RunFailedWebhookEvent.Type.
+type RunFailedWebhookEventType string
+
 // RunPage defines model for RunPage.
 type RunPage struct {
 	Items      []Run                     `json:"items"`
 	NextCursor nullable.Nullable[string] `json:"next_cursor"`
 }
 
+// RunStartedWebhookEvent `run.started`: a run's first attempt began (`status` `running`); later attempts emit nothing.
+type RunStartedWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp           `json:"timestamp"`
+	Type      RunStartedWebhookEventType `json:"type"`
+}
+
+// RunStartedWebhookEventType defines model for RunStartedWebhookEvent.Type.
+type RunStartedWebhookEventType string
+
 // RunStatus `waiting`: the run holds no worker slot until a person decides on a tool call of it
 // (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
 type RunStatus string
+
+// RunStatusEvent `run.status`: the run's status changed.
+type RunStatusEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `run.status`: the run's new status; `attempt` is the attempt number while running.
+	Data RunStatusEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq           `json:"seq"`
+	Type RunStatusEventType `json:"type"`
+}
+
+// RunStatusEventType defines model for RunStatusEvent.Type.
+type RunStatusEventType string
 
 // RunStatusEventData `run.status`: the run's new status; `attempt` is the attempt number while running.
 type RunStatusEventData struct {
@@ -2583,10 +3207,67 @@ type RunStatusEventData struct {
 	Status RunStatus `json:"status"`
 }
 
+// RunSucceededWebhookEvent `run.succeeded`: a run succeeded (`status` `succeeded`).
+type RunSucceededWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp             `json:"timestamp"`
+	Type      RunSucceededWebhookEventType `json:"type"`
+}
+
+// RunSucceededWebhookEventType defines model for RunSucceededWebhookEvent.Type.
+type RunSucceededWebhookEventType string
+
 // RunUsage defines model for RunUsage.
 type RunUsage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+}
+
+// RunWaitingWebhookEvent `run.waiting`: a run waits for a person's decision on a tool call of its own or of a run below it (`status` `waiting`).
+type RunWaitingWebhookEvent struct {
+	// Data The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+	Data RunWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp           `json:"timestamp"`
+	Type      RunWaitingWebhookEventType `json:"type"`
+}
+
+// RunWaitingWebhookEventType defines model for RunWaitingWebhookEvent.Type.
+type RunWaitingWebhookEventType string
+
+// RunWebhookData The run as the event left it (`GET /api/v1/runs/{run_id}` has the rest).
+type RunWebhookData struct {
+	// AgentId Example: ap_01jd5v6w1q3yb8j8y3tn9z2k7h
+	AgentId string `json:"agent_id"`
+
+	// AttemptsUsed Attempts the run has used up.
+	AttemptsUsed int `json:"attempts_used"`
+
+	// Error Why the run failed or was cancelled; null while it has not.
+	Error nullable.Nullable[RunError] `json:"error"`
+
+	// RevisionId The agent revision the run uses.
+	//
+	// Example: rev_01jd5v7k2m4x9c0d1e2f3g4h5j
+	RevisionId string `json:"revision_id"`
+
+	// RunId Example: run_01jd5v6w1q3yb8j8y3tn9z2k7h
+	RunId string `json:"run_id"`
+
+	// Status `waiting`: the run holds no worker slot until a person decides on a tool call of it
+	// (`POST /api/v1/runs/{run_id}/approvals`), or of a subagent's run below it.
+	Status RunStatus `json:"status"`
+
+	// ThreadId Example: th_01jd5v6w1q3yb8j8y3tn9z2k7h
+	ThreadId string `json:"thread_id"`
 }
 
 // Skill defines model for Skill.
@@ -2696,6 +3377,39 @@ type SkillRevisionPin struct {
 	SkillId    string `json:"skill_id"`
 }
 
+// SkillRevisionPublishedWebhookData defines model for SkillRevisionPublishedWebhookData.
+type SkillRevisionPublishedWebhookData struct {
+	// DefaultRevisionId The skill's default revision after the publish.
+	DefaultRevisionId string `json:"default_revision_id"`
+
+	// Name The skill's name after the publish.
+	Name string `json:"name"`
+
+	// PublishedById The principal who published it.
+	PublishedById string `json:"published_by_id"`
+
+	// RevisionId The new revision.
+	RevisionId     string `json:"revision_id"`
+	RevisionNumber int    `json:"revision_number"`
+
+	// SkillId Example: sk_01jd5v6w1q3yb8j8y3tn9z2k7h
+	SkillId string `json:"skill_id"`
+}
+
+// SkillRevisionPublishedWebhookEvent `skill.revision_published`: a revision of a skill was published, as `agent.revision_published` for agents. `timestamp` is the revision's `created_at`.
+type SkillRevisionPublishedWebhookEvent struct {
+	Data SkillRevisionPublishedWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp                       `json:"timestamp"`
+	Type      SkillRevisionPublishedWebhookEventType `json:"type"`
+}
+
+// SkillRevisionPublishedWebhookEventType defines model for SkillRevisionPublishedWebhookEvent.Type.
+type SkillRevisionPublishedWebhookEventType string
+
 // StartRunRequest defines model for StartRunRequest.
 type StartRunRequest struct {
 	AgentId string `json:"agent_id"`
@@ -2723,7 +3437,7 @@ type Subscription struct {
 	// subscriptions are not delayed. A delivered attempt resets both.
 	Endpoint SubscriptionEndpoint `json:"endpoint"`
 
-	// EventTypes Sorted.
+	// EventTypes The event types delivered to the endpoint, sorted; each type's payload is its schema in `WebhookEvent`.
 	EventTypes []WebhookEventType `json:"event_types"`
 
 	// Id Example: sub_01jd5v6w1q3yb8j8y3tn9z2k7h
@@ -2790,6 +3504,29 @@ type Thread struct {
 	UpdatedAt time.Time    `json:"updated_at"`
 }
 
+// ThreadIdleWebhookData defines model for ThreadIdleWebhookData.
+type ThreadIdleWebhookData struct {
+	// AgentId Example: ap_01jd5v6w1q3yb8j8y3tn9z2k7h
+	AgentId string `json:"agent_id"`
+
+	// ThreadId Example: th_01jd5v6w1q3yb8j8y3tn9z2k7h
+	ThreadId string `json:"thread_id"`
+}
+
+// ThreadIdleWebhookEvent `thread.idle`: a thread's run ended and the thread has no queued input left to start.
+type ThreadIdleWebhookEvent struct {
+	Data ThreadIdleWebhookData `json:"data"`
+
+	// Timestamp When the event happened (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-11-22T10:15:30.123456Z
+	Timestamp WebhookTimestamp           `json:"timestamp"`
+	Type      ThreadIdleWebhookEventType `json:"type"`
+}
+
+// ThreadIdleWebhookEventType defines model for ThreadIdleWebhookEvent.Type.
+type ThreadIdleWebhookEventType string
+
 // ThreadPage defines model for ThreadPage.
 type ThreadPage struct {
 	Items      []Thread                  `json:"items"`
@@ -2807,6 +3544,27 @@ type ToolCall struct {
 	Name      string `json:"name"`
 }
 
+// ToolCallEvent `tool.call`: the run calls a tool.
+type ToolCallEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `tool.call`: the run calls a tool.
+	Data ToolCallEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq          `json:"seq"`
+	Type ToolCallEventType `json:"type"`
+}
+
+// ToolCallEventType defines model for ToolCallEvent.Type.
+type ToolCallEventType string
+
 // ToolCallEventData `tool.call`: the run calls a tool.
 type ToolCallEventData struct {
 	Arguments string `json:"arguments"`
@@ -2816,6 +3574,27 @@ type ToolCallEventData struct {
 
 // ToolDecision defines model for ToolDecision.
 type ToolDecision string
+
+// ToolResultEvent `tool.result`: a tool answered.
+type ToolResultEvent struct {
+	// At When the event was written (RFC 3339, UTC, six fractional digits).
+	//
+	// Example: 2026-01-02T03:04:05.123456Z
+	At EventAt `json:"at"`
+
+	// Data `tool.result`: what a tool answered.
+	Data ToolResultEventData `json:"data"`
+
+	// RunId The run it is about.
+	RunId string `json:"run_id"`
+
+	// Seq The event's number in its thread, gap-free: 1, 2, ... (the SSE `id`).
+	Seq  EventSeq            `json:"seq"`
+	Type ToolResultEventType `json:"type"`
+}
+
+// ToolResultEventType defines model for ToolResultEvent.Type.
+type ToolResultEventType string
 
 // ToolResultEventData `tool.result`: what a tool answered.
 type ToolResultEventData struct {
@@ -3001,9 +3780,16 @@ type UpdateWorkspaceRequest struct {
 // WebhookDelivery defines model for WebhookDelivery.
 type WebhookDelivery struct {
 	// AttemptsUsed Attempts of the current round; a redelivery starts a new round at 0.
-	AttemptsUsed int              `json:"attempts_used"`
-	CreatedAt    time.Time        `json:"created_at"`
-	EventType    WebhookEventType `json:"event_type"`
+	AttemptsUsed int       `json:"attempts_used"`
+	CreatedAt    time.Time `json:"created_at"`
+
+	// EventType Every webhook event type; each has its own payload schema, listed in `WebhookEvent`.
+	// `run.*`: a run was accepted, started (its first attempt), waits for a person, or
+	// ended; `thread.idle`: a thread's run ended and no queued input is left;
+	// `environment.*`: the maintenance sweep stopped or deleted an idle environment;
+	// `agent.revision_published`, `skill.revision_published`: a new revision (creating
+	// publishes revision 1); `invitation.accepted`: someone joined the workspace.
+	EventType WebhookEventType `json:"event_type"`
 
 	// Id Also the `webhook-id` header of every attempt.
 	//
@@ -3020,16 +3806,13 @@ type WebhookDelivery struct {
 	NextAttemptAt nullable.Nullable[time.Time] `json:"next_attempt_at"`
 
 	// Payload The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
-	// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
-	// and `webhook-signature`. `data` by type:
-	//
-	// - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
-	//   `default_revision_id` (the agent's default after the publish), `published_by_id`.
-	//   Creating an agent publishes its revision 1; an identical publish emits nothing.
-	// - `skill.revision_published`: the same with `skill_id`.
-	// - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
-	//   `principal_id`, `invited_by_id`. Workspace invitations only.
-	// - Run, thread and environment events: emitted once runs and environments exist.
+	// one schema per event type below, told apart by `type`. Each request carries the
+	// Standard Webhooks headers `webhook-id` (the delivery id, the same on every attempt,
+	// to deduplicate by), `webhook-timestamp` (the attempt's time, unix seconds) and
+	// `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's decoded
+	// secret). Deliveries are at least once and not ordered; receivers ignore types they do
+	// not know.
 	//
 	//
 	// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
@@ -3069,7 +3852,14 @@ type WebhookDeliveryDetail struct {
 	Attempts     []WebhookDeliveryAttempt `json:"attempts"`
 	AttemptsUsed int                      `json:"attempts_used"`
 	CreatedAt    time.Time                `json:"created_at"`
-	EventType    WebhookEventType         `json:"event_type"`
+
+	// EventType Every webhook event type; each has its own payload schema, listed in `WebhookEvent`.
+	// `run.*`: a run was accepted, started (its first attempt), waits for a person, or
+	// ended; `thread.idle`: a thread's run ended and no queued input is left;
+	// `environment.*`: the maintenance sweep stopped or deleted an idle environment;
+	// `agent.revision_published`, `skill.revision_published`: a new revision (creating
+	// publishes revision 1); `invitation.accepted`: someone joined the workspace.
+	EventType WebhookEventType `json:"event_type"`
 
 	// Id Example: dlv_01jd5v6w1q3yb8j8y3tn9z2k7h
 	Id            string                       `json:"id"`
@@ -3078,16 +3868,13 @@ type WebhookDeliveryDetail struct {
 	NextAttemptAt nullable.Nullable[time.Time] `json:"next_attempt_at"`
 
 	// Payload The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
-	// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
-	// and `webhook-signature`. `data` by type:
-	//
-	// - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
-	//   `default_revision_id` (the agent's default after the publish), `published_by_id`.
-	//   Creating an agent publishes its revision 1; an identical publish emits nothing.
-	// - `skill.revision_published`: the same with `skill_id`.
-	// - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
-	//   `principal_id`, `invited_by_id`. Workspace invitations only.
-	// - Run, thread and environment events: emitted once runs and environments exist.
+	// one schema per event type below, told apart by `type`. Each request carries the
+	// Standard Webhooks headers `webhook-id` (the delivery id, the same on every attempt,
+	// to deduplicate by), `webhook-timestamp` (the attempt's time, unix seconds) and
+	// `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of
+	// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's decoded
+	// secret). Deliveries are at least once and not ordered; receivers ignore types they do
+	// not know.
 	//
 	//
 	// Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
@@ -3113,31 +3900,34 @@ type WebhookDeliveryPage struct {
 type WebhookDeliveryStatus string
 
 // WebhookEvent The JSON body POSTed to a subscription's endpoint (`content-type: application/json`),
-// with the Standard Webhooks headers `webhook-id` (the delivery id), `webhook-timestamp`
-// and `webhook-signature`. `data` by type:
-//
-//   - `agent.revision_published`: `agent_id`, `name`, `revision_id`, `revision_number`,
-//     `default_revision_id` (the agent's default after the publish), `published_by_id`.
-//     Creating an agent publishes its revision 1; an identical publish emits nothing.
-//   - `skill.revision_published`: the same with `skill_id`.
-//   - `invitation.accepted`: `invitation_id`, `workspace_id`, `email`, `role`,
-//     `principal_id`, `invited_by_id`. Workspace invitations only.
-//   - Run, thread and environment events: emitted once runs and environments exist.
+// one schema per event type below, told apart by `type`. Each request carries the
+// Standard Webhooks headers `webhook-id` (the delivery id, the same on every attempt,
+// to deduplicate by), `webhook-timestamp` (the attempt's time, unix seconds) and
+// `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of
+// `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's decoded
+// secret). Deliveries are at least once and not ordered; receivers ignore types they do
+// not know.
 //
 // Example: {"data":{"agent_id":"ap_01jd5v6w1q3yb8j8y3tn9z2k7h","default_revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","name":"Support triage","published_by_id":"pri_01jd5v0a1b2c3d4e5f6g7h8j9k","revision_id":"rev_01jd5v7k2m4x9c0d1e2f3g4h5j","revision_number":2},"timestamp":"2026-11-22T10:15:30.123456Z","type":"agent.revision_published"}
 type WebhookEvent struct {
-	Data map[string]interface{} `json:"data"`
-
-	// Timestamp When the event happened (RFC 3339, UTC).
-	Timestamp time.Time        `json:"timestamp"`
-	Type      WebhookEventType `json:"type"`
+	union json.RawMessage
 }
 
-// WebhookEventType defines model for WebhookEventType.
+// WebhookEventType Every webhook event type; each has its own payload schema, listed in `WebhookEvent`.
+// `run.*`: a run was accepted, started (its first attempt), waits for a person, or
+// ended; `thread.idle`: a thread's run ended and no queued input is left;
+// `environment.*`: the maintenance sweep stopped or deleted an idle environment;
+// `agent.revision_published`, `skill.revision_published`: a new revision (creating
+// publishes revision 1); `invitation.accepted`: someone joined the workspace.
 type WebhookEventType string
 
 // WebhookEventTypes Example: ["run.succeeded","run.failed"]
 type WebhookEventTypes = []WebhookEventType
+
+// WebhookTimestamp When the event happened (RFC 3339, UTC, six fractional digits).
+//
+// Example: 2026-11-22T10:15:30.123456Z
+type WebhookTimestamp = time.Time
 
 // WebhookURL The endpoint deliveries are POSTed to; it must pass the deployment's endpoint policy.
 //
@@ -4482,23 +5272,31 @@ type UpdateWorkspaceJSONRequestBody = UpdateWorkspaceRequest
 // CreateWorkspaceInvitationJSONRequestBody defines body for CreateWorkspaceInvitation for application/json ContentType.
 type CreateWorkspaceInvitationJSONRequestBody = CreateInvitationRequest
 
-// AsRunStatusEventData returns the union data inside the Event_Data as a RunStatusEventData
-func (t Event_Data) AsRunStatusEventData() (RunStatusEventData, error) {
-	var body RunStatusEventData
+// AsRunStatusEvent returns the union data inside the Event as a RunStatusEvent
+func (t Event) AsRunStatusEvent() (RunStatusEvent, error) {
+	var body RunStatusEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromRunStatusEventData overwrites any union data inside the Event_Data as the provided RunStatusEventData
-func (t *Event_Data) FromRunStatusEventData(v RunStatusEventData) error {
+// FromRunStatusEvent overwrites any union data inside the Event as the provided RunStatusEvent
+func (t *Event) FromRunStatusEvent(v RunStatusEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.status"}`))
 	t.union = b
 	return err
 }
 
-// MergeRunStatusEventData performs a merge with any union data inside the Event_Data, using the provided RunStatusEventData
-func (t *Event_Data) MergeRunStatusEventData(v RunStatusEventData) error {
+// MergeRunStatusEvent performs a merge with any union data inside the Event, using the provided RunStatusEvent
+func (t *Event) MergeRunStatusEvent(v RunStatusEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.status"}`))
 	if err != nil {
 		return err
 	}
@@ -4508,23 +5306,31 @@ func (t *Event_Data) MergeRunStatusEventData(v RunStatusEventData) error {
 	return err
 }
 
-// AsMessageDeltaEventData returns the union data inside the Event_Data as a MessageDeltaEventData
-func (t Event_Data) AsMessageDeltaEventData() (MessageDeltaEventData, error) {
-	var body MessageDeltaEventData
+// AsMessageDeltaEvent returns the union data inside the Event as a MessageDeltaEvent
+func (t Event) AsMessageDeltaEvent() (MessageDeltaEvent, error) {
+	var body MessageDeltaEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromMessageDeltaEventData overwrites any union data inside the Event_Data as the provided MessageDeltaEventData
-func (t *Event_Data) FromMessageDeltaEventData(v MessageDeltaEventData) error {
+// FromMessageDeltaEvent overwrites any union data inside the Event as the provided MessageDeltaEvent
+func (t *Event) FromMessageDeltaEvent(v MessageDeltaEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.delta"}`))
 	t.union = b
 	return err
 }
 
-// MergeMessageDeltaEventData performs a merge with any union data inside the Event_Data, using the provided MessageDeltaEventData
-func (t *Event_Data) MergeMessageDeltaEventData(v MessageDeltaEventData) error {
+// MergeMessageDeltaEvent performs a merge with any union data inside the Event, using the provided MessageDeltaEvent
+func (t *Event) MergeMessageDeltaEvent(v MessageDeltaEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.delta"}`))
 	if err != nil {
 		return err
 	}
@@ -4534,23 +5340,31 @@ func (t *Event_Data) MergeMessageDeltaEventData(v MessageDeltaEventData) error {
 	return err
 }
 
-// AsMessageCompletedEventData returns the union data inside the Event_Data as a MessageCompletedEventData
-func (t Event_Data) AsMessageCompletedEventData() (MessageCompletedEventData, error) {
-	var body MessageCompletedEventData
+// AsMessageCompletedEvent returns the union data inside the Event as a MessageCompletedEvent
+func (t Event) AsMessageCompletedEvent() (MessageCompletedEvent, error) {
+	var body MessageCompletedEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromMessageCompletedEventData overwrites any union data inside the Event_Data as the provided MessageCompletedEventData
-func (t *Event_Data) FromMessageCompletedEventData(v MessageCompletedEventData) error {
+// FromMessageCompletedEvent overwrites any union data inside the Event as the provided MessageCompletedEvent
+func (t *Event) FromMessageCompletedEvent(v MessageCompletedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.completed"}`))
 	t.union = b
 	return err
 }
 
-// MergeMessageCompletedEventData performs a merge with any union data inside the Event_Data, using the provided MessageCompletedEventData
-func (t *Event_Data) MergeMessageCompletedEventData(v MessageCompletedEventData) error {
+// MergeMessageCompletedEvent performs a merge with any union data inside the Event, using the provided MessageCompletedEvent
+func (t *Event) MergeMessageCompletedEvent(v MessageCompletedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.completed"}`))
 	if err != nil {
 		return err
 	}
@@ -4560,23 +5374,31 @@ func (t *Event_Data) MergeMessageCompletedEventData(v MessageCompletedEventData)
 	return err
 }
 
-// AsToolCallEventData returns the union data inside the Event_Data as a ToolCallEventData
-func (t Event_Data) AsToolCallEventData() (ToolCallEventData, error) {
-	var body ToolCallEventData
+// AsToolCallEvent returns the union data inside the Event as a ToolCallEvent
+func (t Event) AsToolCallEvent() (ToolCallEvent, error) {
+	var body ToolCallEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromToolCallEventData overwrites any union data inside the Event_Data as the provided ToolCallEventData
-func (t *Event_Data) FromToolCallEventData(v ToolCallEventData) error {
+// FromToolCallEvent overwrites any union data inside the Event as the provided ToolCallEvent
+func (t *Event) FromToolCallEvent(v ToolCallEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool.call"}`))
 	t.union = b
 	return err
 }
 
-// MergeToolCallEventData performs a merge with any union data inside the Event_Data, using the provided ToolCallEventData
-func (t *Event_Data) MergeToolCallEventData(v ToolCallEventData) error {
+// MergeToolCallEvent performs a merge with any union data inside the Event, using the provided ToolCallEvent
+func (t *Event) MergeToolCallEvent(v ToolCallEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool.call"}`))
 	if err != nil {
 		return err
 	}
@@ -4586,23 +5408,31 @@ func (t *Event_Data) MergeToolCallEventData(v ToolCallEventData) error {
 	return err
 }
 
-// AsToolResultEventData returns the union data inside the Event_Data as a ToolResultEventData
-func (t Event_Data) AsToolResultEventData() (ToolResultEventData, error) {
-	var body ToolResultEventData
+// AsToolResultEvent returns the union data inside the Event as a ToolResultEvent
+func (t Event) AsToolResultEvent() (ToolResultEvent, error) {
+	var body ToolResultEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromToolResultEventData overwrites any union data inside the Event_Data as the provided ToolResultEventData
-func (t *Event_Data) FromToolResultEventData(v ToolResultEventData) error {
+// FromToolResultEvent overwrites any union data inside the Event as the provided ToolResultEvent
+func (t *Event) FromToolResultEvent(v ToolResultEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool.result"}`))
 	t.union = b
 	return err
 }
 
-// MergeToolResultEventData performs a merge with any union data inside the Event_Data, using the provided ToolResultEventData
-func (t *Event_Data) MergeToolResultEventData(v ToolResultEventData) error {
+// MergeToolResultEvent performs a merge with any union data inside the Event, using the provided ToolResultEvent
+func (t *Event) MergeToolResultEvent(v ToolResultEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool.result"}`))
 	if err != nil {
 		return err
 	}
@@ -4612,23 +5442,31 @@ func (t *Event_Data) MergeToolResultEventData(v ToolResultEventData) error {
 	return err
 }
 
-// AsContextCompactedEventData returns the union data inside the Event_Data as a ContextCompactedEventData
-func (t Event_Data) AsContextCompactedEventData() (ContextCompactedEventData, error) {
-	var body ContextCompactedEventData
+// AsContextCompactedEvent returns the union data inside the Event as a ContextCompactedEvent
+func (t Event) AsContextCompactedEvent() (ContextCompactedEvent, error) {
+	var body ContextCompactedEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromContextCompactedEventData overwrites any union data inside the Event_Data as the provided ContextCompactedEventData
-func (t *Event_Data) FromContextCompactedEventData(v ContextCompactedEventData) error {
+// FromContextCompactedEvent overwrites any union data inside the Event as the provided ContextCompactedEvent
+func (t *Event) FromContextCompactedEvent(v ContextCompactedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"context.compacted"}`))
 	t.union = b
 	return err
 }
 
-// MergeContextCompactedEventData performs a merge with any union data inside the Event_Data, using the provided ContextCompactedEventData
-func (t *Event_Data) MergeContextCompactedEventData(v ContextCompactedEventData) error {
+// MergeContextCompactedEvent performs a merge with any union data inside the Event, using the provided ContextCompactedEvent
+func (t *Event) MergeContextCompactedEvent(v ContextCompactedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"context.compacted"}`))
 	if err != nil {
 		return err
 	}
@@ -4638,23 +5476,31 @@ func (t *Event_Data) MergeContextCompactedEventData(v ContextCompactedEventData)
 	return err
 }
 
-// AsApprovalRequestedEventData returns the union data inside the Event_Data as a ApprovalRequestedEventData
-func (t Event_Data) AsApprovalRequestedEventData() (ApprovalRequestedEventData, error) {
-	var body ApprovalRequestedEventData
+// AsApprovalRequestedEvent returns the union data inside the Event as a ApprovalRequestedEvent
+func (t Event) AsApprovalRequestedEvent() (ApprovalRequestedEvent, error) {
+	var body ApprovalRequestedEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromApprovalRequestedEventData overwrites any union data inside the Event_Data as the provided ApprovalRequestedEventData
-func (t *Event_Data) FromApprovalRequestedEventData(v ApprovalRequestedEventData) error {
+// FromApprovalRequestedEvent overwrites any union data inside the Event as the provided ApprovalRequestedEvent
+func (t *Event) FromApprovalRequestedEvent(v ApprovalRequestedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval.requested"}`))
 	t.union = b
 	return err
 }
 
-// MergeApprovalRequestedEventData performs a merge with any union data inside the Event_Data, using the provided ApprovalRequestedEventData
-func (t *Event_Data) MergeApprovalRequestedEventData(v ApprovalRequestedEventData) error {
+// MergeApprovalRequestedEvent performs a merge with any union data inside the Event, using the provided ApprovalRequestedEvent
+func (t *Event) MergeApprovalRequestedEvent(v ApprovalRequestedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval.requested"}`))
 	if err != nil {
 		return err
 	}
@@ -4664,23 +5510,31 @@ func (t *Event_Data) MergeApprovalRequestedEventData(v ApprovalRequestedEventDat
 	return err
 }
 
-// AsApprovalDecidedEventData returns the union data inside the Event_Data as a ApprovalDecidedEventData
-func (t Event_Data) AsApprovalDecidedEventData() (ApprovalDecidedEventData, error) {
-	var body ApprovalDecidedEventData
+// AsApprovalDecidedEvent returns the union data inside the Event as a ApprovalDecidedEvent
+func (t Event) AsApprovalDecidedEvent() (ApprovalDecidedEvent, error) {
+	var body ApprovalDecidedEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromApprovalDecidedEventData overwrites any union data inside the Event_Data as the provided ApprovalDecidedEventData
-func (t *Event_Data) FromApprovalDecidedEventData(v ApprovalDecidedEventData) error {
+// FromApprovalDecidedEvent overwrites any union data inside the Event as the provided ApprovalDecidedEvent
+func (t *Event) FromApprovalDecidedEvent(v ApprovalDecidedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval.decided"}`))
 	t.union = b
 	return err
 }
 
-// MergeApprovalDecidedEventData performs a merge with any union data inside the Event_Data, using the provided ApprovalDecidedEventData
-func (t *Event_Data) MergeApprovalDecidedEventData(v ApprovalDecidedEventData) error {
+// MergeApprovalDecidedEvent performs a merge with any union data inside the Event, using the provided ApprovalDecidedEvent
+func (t *Event) MergeApprovalDecidedEvent(v ApprovalDecidedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval.decided"}`))
 	if err != nil {
 		return err
 	}
@@ -4690,23 +5544,31 @@ func (t *Event_Data) MergeApprovalDecidedEventData(v ApprovalDecidedEventData) e
 	return err
 }
 
-// AsErrorEventData returns the union data inside the Event_Data as a ErrorEventData
-func (t Event_Data) AsErrorEventData() (ErrorEventData, error) {
-	var body ErrorEventData
+// AsRunErrorEvent returns the union data inside the Event as a RunErrorEvent
+func (t Event) AsRunErrorEvent() (RunErrorEvent, error) {
+	var body RunErrorEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromErrorEventData overwrites any union data inside the Event_Data as the provided ErrorEventData
-func (t *Event_Data) FromErrorEventData(v ErrorEventData) error {
+// FromRunErrorEvent overwrites any union data inside the Event as the provided RunErrorEvent
+func (t *Event) FromRunErrorEvent(v RunErrorEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.error"}`))
 	t.union = b
 	return err
 }
 
-// MergeErrorEventData performs a merge with any union data inside the Event_Data, using the provided ErrorEventData
-func (t *Event_Data) MergeErrorEventData(v ErrorEventData) error {
+// MergeRunErrorEvent performs a merge with any union data inside the Event, using the provided RunErrorEvent
+func (t *Event) MergeRunErrorEvent(v RunErrorEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.error"}`))
 	if err != nil {
 		return err
 	}
@@ -4716,12 +5578,510 @@ func (t *Event_Data) MergeErrorEventData(v ErrorEventData) error {
 	return err
 }
 
-func (t Event_Data) MarshalJSON() ([]byte, error) {
+func (t Event) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t Event) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "approval.decided":
+		return t.AsApprovalDecidedEvent()
+	case "approval.requested":
+		return t.AsApprovalRequestedEvent()
+	case "context.compacted":
+		return t.AsContextCompactedEvent()
+	case "message.completed":
+		return t.AsMessageCompletedEvent()
+	case "message.delta":
+		return t.AsMessageDeltaEvent()
+	case "run.error":
+		return t.AsRunErrorEvent()
+	case "run.status":
+		return t.AsRunStatusEvent()
+	case "tool.call":
+		return t.AsToolCallEvent()
+	case "tool.result":
+		return t.AsToolResultEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t Event) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
 }
 
-func (t *Event_Data) UnmarshalJSON(b []byte) error {
+func (t *Event) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsAgentRevisionPublishedWebhookEvent returns the union data inside the WebhookEvent as a AgentRevisionPublishedWebhookEvent
+func (t WebhookEvent) AsAgentRevisionPublishedWebhookEvent() (AgentRevisionPublishedWebhookEvent, error) {
+	var body AgentRevisionPublishedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentRevisionPublishedWebhookEvent overwrites any union data inside the WebhookEvent as the provided AgentRevisionPublishedWebhookEvent
+func (t *WebhookEvent) FromAgentRevisionPublishedWebhookEvent(v AgentRevisionPublishedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"agent.revision_published"}`))
+	t.union = b
+	return err
+}
+
+// MergeAgentRevisionPublishedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided AgentRevisionPublishedWebhookEvent
+func (t *WebhookEvent) MergeAgentRevisionPublishedWebhookEvent(v AgentRevisionPublishedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"agent.revision_published"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEnvironmentDeletedWebhookEvent returns the union data inside the WebhookEvent as a EnvironmentDeletedWebhookEvent
+func (t WebhookEvent) AsEnvironmentDeletedWebhookEvent() (EnvironmentDeletedWebhookEvent, error) {
+	var body EnvironmentDeletedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEnvironmentDeletedWebhookEvent overwrites any union data inside the WebhookEvent as the provided EnvironmentDeletedWebhookEvent
+func (t *WebhookEvent) FromEnvironmentDeletedWebhookEvent(v EnvironmentDeletedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"environment.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeEnvironmentDeletedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided EnvironmentDeletedWebhookEvent
+func (t *WebhookEvent) MergeEnvironmentDeletedWebhookEvent(v EnvironmentDeletedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"environment.deleted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEnvironmentStoppedWebhookEvent returns the union data inside the WebhookEvent as a EnvironmentStoppedWebhookEvent
+func (t WebhookEvent) AsEnvironmentStoppedWebhookEvent() (EnvironmentStoppedWebhookEvent, error) {
+	var body EnvironmentStoppedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEnvironmentStoppedWebhookEvent overwrites any union data inside the WebhookEvent as the provided EnvironmentStoppedWebhookEvent
+func (t *WebhookEvent) FromEnvironmentStoppedWebhookEvent(v EnvironmentStoppedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"environment.stopped"}`))
+	t.union = b
+	return err
+}
+
+// MergeEnvironmentStoppedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided EnvironmentStoppedWebhookEvent
+func (t *WebhookEvent) MergeEnvironmentStoppedWebhookEvent(v EnvironmentStoppedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"environment.stopped"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvitationAcceptedWebhookEvent returns the union data inside the WebhookEvent as a InvitationAcceptedWebhookEvent
+func (t WebhookEvent) AsInvitationAcceptedWebhookEvent() (InvitationAcceptedWebhookEvent, error) {
+	var body InvitationAcceptedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvitationAcceptedWebhookEvent overwrites any union data inside the WebhookEvent as the provided InvitationAcceptedWebhookEvent
+func (t *WebhookEvent) FromInvitationAcceptedWebhookEvent(v InvitationAcceptedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invitation.accepted"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvitationAcceptedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided InvitationAcceptedWebhookEvent
+func (t *WebhookEvent) MergeInvitationAcceptedWebhookEvent(v InvitationAcceptedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invitation.accepted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunAcceptedWebhookEvent returns the union data inside the WebhookEvent as a RunAcceptedWebhookEvent
+func (t WebhookEvent) AsRunAcceptedWebhookEvent() (RunAcceptedWebhookEvent, error) {
+	var body RunAcceptedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunAcceptedWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunAcceptedWebhookEvent
+func (t *WebhookEvent) FromRunAcceptedWebhookEvent(v RunAcceptedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.accepted"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunAcceptedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunAcceptedWebhookEvent
+func (t *WebhookEvent) MergeRunAcceptedWebhookEvent(v RunAcceptedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.accepted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunCancelledWebhookEvent returns the union data inside the WebhookEvent as a RunCancelledWebhookEvent
+func (t WebhookEvent) AsRunCancelledWebhookEvent() (RunCancelledWebhookEvent, error) {
+	var body RunCancelledWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunCancelledWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunCancelledWebhookEvent
+func (t *WebhookEvent) FromRunCancelledWebhookEvent(v RunCancelledWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.cancelled"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunCancelledWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunCancelledWebhookEvent
+func (t *WebhookEvent) MergeRunCancelledWebhookEvent(v RunCancelledWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunFailedWebhookEvent returns the union data inside the WebhookEvent as a RunFailedWebhookEvent
+func (t WebhookEvent) AsRunFailedWebhookEvent() (RunFailedWebhookEvent, error) {
+	var body RunFailedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunFailedWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunFailedWebhookEvent
+func (t *WebhookEvent) FromRunFailedWebhookEvent(v RunFailedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.failed"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunFailedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunFailedWebhookEvent
+func (t *WebhookEvent) MergeRunFailedWebhookEvent(v RunFailedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.failed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunStartedWebhookEvent returns the union data inside the WebhookEvent as a RunStartedWebhookEvent
+func (t WebhookEvent) AsRunStartedWebhookEvent() (RunStartedWebhookEvent, error) {
+	var body RunStartedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunStartedWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunStartedWebhookEvent
+func (t *WebhookEvent) FromRunStartedWebhookEvent(v RunStartedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.started"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunStartedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunStartedWebhookEvent
+func (t *WebhookEvent) MergeRunStartedWebhookEvent(v RunStartedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunSucceededWebhookEvent returns the union data inside the WebhookEvent as a RunSucceededWebhookEvent
+func (t WebhookEvent) AsRunSucceededWebhookEvent() (RunSucceededWebhookEvent, error) {
+	var body RunSucceededWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunSucceededWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunSucceededWebhookEvent
+func (t *WebhookEvent) FromRunSucceededWebhookEvent(v RunSucceededWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.succeeded"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunSucceededWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunSucceededWebhookEvent
+func (t *WebhookEvent) MergeRunSucceededWebhookEvent(v RunSucceededWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.succeeded"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunWaitingWebhookEvent returns the union data inside the WebhookEvent as a RunWaitingWebhookEvent
+func (t WebhookEvent) AsRunWaitingWebhookEvent() (RunWaitingWebhookEvent, error) {
+	var body RunWaitingWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunWaitingWebhookEvent overwrites any union data inside the WebhookEvent as the provided RunWaitingWebhookEvent
+func (t *WebhookEvent) FromRunWaitingWebhookEvent(v RunWaitingWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.waiting"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunWaitingWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided RunWaitingWebhookEvent
+func (t *WebhookEvent) MergeRunWaitingWebhookEvent(v RunWaitingWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run.waiting"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSkillRevisionPublishedWebhookEvent returns the union data inside the WebhookEvent as a SkillRevisionPublishedWebhookEvent
+func (t WebhookEvent) AsSkillRevisionPublishedWebhookEvent() (SkillRevisionPublishedWebhookEvent, error) {
+	var body SkillRevisionPublishedWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSkillRevisionPublishedWebhookEvent overwrites any union data inside the WebhookEvent as the provided SkillRevisionPublishedWebhookEvent
+func (t *WebhookEvent) FromSkillRevisionPublishedWebhookEvent(v SkillRevisionPublishedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"skill.revision_published"}`))
+	t.union = b
+	return err
+}
+
+// MergeSkillRevisionPublishedWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided SkillRevisionPublishedWebhookEvent
+func (t *WebhookEvent) MergeSkillRevisionPublishedWebhookEvent(v SkillRevisionPublishedWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"skill.revision_published"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsThreadIdleWebhookEvent returns the union data inside the WebhookEvent as a ThreadIdleWebhookEvent
+func (t WebhookEvent) AsThreadIdleWebhookEvent() (ThreadIdleWebhookEvent, error) {
+	var body ThreadIdleWebhookEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromThreadIdleWebhookEvent overwrites any union data inside the WebhookEvent as the provided ThreadIdleWebhookEvent
+func (t *WebhookEvent) FromThreadIdleWebhookEvent(v ThreadIdleWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"thread.idle"}`))
+	t.union = b
+	return err
+}
+
+// MergeThreadIdleWebhookEvent performs a merge with any union data inside the WebhookEvent, using the provided ThreadIdleWebhookEvent
+func (t *WebhookEvent) MergeThreadIdleWebhookEvent(v ThreadIdleWebhookEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"thread.idle"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WebhookEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t WebhookEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent.revision_published":
+		return t.AsAgentRevisionPublishedWebhookEvent()
+	case "environment.deleted":
+		return t.AsEnvironmentDeletedWebhookEvent()
+	case "environment.stopped":
+		return t.AsEnvironmentStoppedWebhookEvent()
+	case "invitation.accepted":
+		return t.AsInvitationAcceptedWebhookEvent()
+	case "run.accepted":
+		return t.AsRunAcceptedWebhookEvent()
+	case "run.cancelled":
+		return t.AsRunCancelledWebhookEvent()
+	case "run.failed":
+		return t.AsRunFailedWebhookEvent()
+	case "run.started":
+		return t.AsRunStartedWebhookEvent()
+	case "run.succeeded":
+		return t.AsRunSucceededWebhookEvent()
+	case "run.waiting":
+		return t.AsRunWaitingWebhookEvent()
+	case "skill.revision_published":
+		return t.AsSkillRevisionPublishedWebhookEvent()
+	case "thread.idle":
+		return t.AsThreadIdleWebhookEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t WebhookEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WebhookEvent) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }

@@ -371,7 +371,7 @@ SET status = $1::text,
     waiting_since = CASE WHEN $1::text = 'waiting' THEN coalesce(waiting_since, now()) ELSE NULL END,
     updated_at = now()
 WHERE id = $2 AND finished_at IS NULL AND lease_expires_at IS NULL AND status IN ('running', 'waiting') AND status <> $1::text
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate
 `
 
 type RunSetWaitingParams struct {
@@ -419,6 +419,8 @@ func (q *Queries) RunSetWaiting(ctx context.Context, db DBTX, arg RunSetWaitingP
 		&i.Depth,
 		&i.ApprovalWaitedSeconds,
 		&i.WaitingSince,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }

@@ -382,6 +382,8 @@ type Run struct {
 	Depth                 int32           `json:"depth"`
 	ApprovalWaitedSeconds float64         `json:"approval_waited_seconds"`
 	WaitingSince          *time.Time      `json:"waiting_since"`
+	Traceparent           *string         `json:"traceparent"`
+	Tracestate            *string         `json:"tracestate"`
 }
 
 type RunApproval struct {
@@ -483,6 +485,8 @@ type ThreadInput struct {
 	CreatedByID string     `json:"created_by_id"`
 	CreatedAt   time.Time  `json:"created_at"`
 	StartedAt   *time.Time `json:"started_at"`
+	Traceparent *string    `json:"traceparent"`
+	Tracestate  *string    `json:"tracestate"`
 }
 
 type ThreadMessage struct {

@@ -308,7 +308,7 @@ func (q *Queries) InputCancel(ctx context.Context, db DBTX, id string) error {
 }
 
 const inputGet = `-- name: InputGet :one
-SELECT id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at FROM thread_input WHERE id = $1
+SELECT id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at, traceparent, tracestate FROM thread_input WHERE id = $1
 `
 
 func (q *Queries) InputGet(ctx context.Context, db DBTX, id string) (ThreadInput, error) {
@@ -324,22 +324,26 @@ func (q *Queries) InputGet(ctx context.Context, db DBTX, id string) (ThreadInput
 		&i.CreatedByID,
 		&i.CreatedAt,
 		&i.StartedAt,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
 
 const inputInsert = `-- name: InputInsert :one
-INSERT INTO thread_input (id, workspace_id, thread_id, content, created_by_id)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at
+INSERT INTO thread_input (id, workspace_id, thread_id, content, created_by_id, traceparent, tracestate)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at, traceparent, tracestate
 `
 
 type InputInsertParams struct {
-	ID          string `json:"id"`
-	WorkspaceID string `json:"workspace_id"`
-	ThreadID    string `json:"thread_id"`
-	Content     string `json:"content"`
-	CreatedByID string `json:"created_by_id"`
+	ID          string  `json:"id"`
+	WorkspaceID string  `json:"workspace_id"`
+	ThreadID    string  `json:"thread_id"`
+	Content     string  `json:"content"`
+	CreatedByID string  `json:"created_by_id"`
+	Traceparent *string `json:"traceparent"`
+	Tracestate  *string `json:"tracestate"`
 }
 
 func (q *Queries) InputInsert(ctx context.Context, db DBTX, arg InputInsertParams) (ThreadInput, error) {
@@ -349,6 +353,8 @@ func (q *Queries) InputInsert(ctx context.Context, db DBTX, arg InputInsertParam
 		arg.ThreadID,
 		arg.Content,
 		arg.CreatedByID,
+		arg.Traceparent,
+		arg.Tracestate,
 	)
 	var i ThreadInput
 	err := row.Scan(
@@ -361,12 +367,14 @@ func (q *Queries) InputInsert(ctx context.Context, db DBTX, arg InputInsertParam
 		&i.CreatedByID,
 		&i.CreatedAt,
 		&i.StartedAt,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
 
 const inputList = `-- name: InputList :many
-SELECT id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at FROM thread_input
+SELECT id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at, traceparent, tracestate FROM thread_input
 WHERE thread_id = $1 AND id < $2
 ORDER BY id DESC
 LIMIT $3
@@ -397,6 +405,8 @@ func (q *Queries) InputList(ctx context.Context, db DBTX, arg InputListParams) (
 			&i.CreatedByID,
 			&i.CreatedAt,
 			&i.StartedAt,
+			&i.Traceparent,
+			&i.Tracestate,
 		); err != nil {
 			return nil, err
 		}
@@ -409,7 +419,7 @@ func (q *Queries) InputList(ctx context.Context, db DBTX, arg InputListParams) (
 }
 
 const inputNextQueued = `-- name: InputNextQueued :one
-SELECT id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at FROM thread_input
+SELECT id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at, traceparent, tracestate FROM thread_input
 WHERE thread_id = $1 AND status = 'queued'
 ORDER BY id
 LIMIT 1
@@ -429,6 +439,8 @@ func (q *Queries) InputNextQueued(ctx context.Context, db DBTX, threadID string)
 		&i.CreatedByID,
 		&i.CreatedAt,
 		&i.StartedAt,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
@@ -436,7 +448,7 @@ func (q *Queries) InputNextQueued(ctx context.Context, db DBTX, threadID string)
 const inputStart = `-- name: InputStart :one
 UPDATE thread_input SET status = 'started', run_id = $1, started_at = now()
 WHERE id = $2 AND status = 'queued'
-RETURNING id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at
+RETURNING id, workspace_id, thread_id, content, status, run_id, created_by_id, created_at, started_at, traceparent, tracestate
 `
 
 type InputStartParams struct {
@@ -457,6 +469,8 @@ func (q *Queries) InputStart(ctx context.Context, db DBTX, arg InputStartParams)
 		&i.CreatedByID,
 		&i.CreatedAt,
 		&i.StartedAt,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
@@ -625,7 +639,7 @@ func (q *Queries) RunCancelNotify(ctx context.Context, db DBTX, id string) error
 }
 
 const runChildOfCall = `-- name: RunChildOfCall :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE parent_run_id = $1 AND parent_call_id = $2
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate FROM run WHERE parent_run_id = $1 AND parent_call_id = $2
 `
 
 type RunChildOfCallParams struct {
@@ -670,6 +684,8 @@ func (q *Queries) RunChildOfCall(ctx context.Context, db DBTX, arg RunChildOfCal
 		&i.Depth,
 		&i.ApprovalWaitedSeconds,
 		&i.WaitingSince,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
@@ -722,7 +738,7 @@ WITH RECURSIVE ws AS (
         waiting_since = NULL,
         updated_at = now()
     WHERE r.id = ANY (ARRAY(SELECT pick.id FROM pick))
-    RETURNING r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth, r.approval_waited_seconds, r.waiting_since
+    RETURNING r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth, r.approval_waited_seconds, r.waiting_since, r.traceparent, r.tracestate
 ), attempts AS (
     INSERT INTO run_attempt (id, workspace_id, run_id, number, worker, from_step)
     SELECT leased.lease_attempt_id, leased.workspace_id, leased.id, leased.attempt_count, $3::text, leased.step
@@ -750,7 +766,8 @@ WITH RECURSIVE ws AS (
         jsonb_build_object('type', 'run.started',
             'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
             'data', jsonb_build_object('run_id', leased.id, 'thread_id', leased.thread_id, 'agent_id', leased.agent_id,
-                'revision_id', leased.revision_id, 'status', leased.status, 'attempts_used', leased.attempts_used)),
+                'revision_id', leased.revision_id, 'status', leased.status, 'attempts_used', leased.attempts_used,
+                'error', leased.error)),
         subs.id, 'run.started'
     FROM leased
     JOIN subs ON subs.workspace_id = leased.workspace_id
@@ -764,7 +781,7 @@ SELECT leased.id, leased.workspace_id, leased.thread_id, leased.input_id, leased
     leased.attempts_used, leased.max_attempts, leased.attempt_count, leased.lease_attempt_id, leased.lease_worker,
     leased.lease_expires_at, leased.ready_at, leased.cancel_requested_at, leased.checkpoint_key, leased.step,
     leased.usage, leased.error, leased.created_by_id, leased.created_at, leased.started_at, leased.finished_at,
-    leased.updated_at, leased.waiting_calls, leased.approval_waited_seconds,
+    leased.updated_at, leased.waiting_calls, leased.approval_waited_seconds, leased.traceparent, leased.tracestate,
     events.seq AS event_seq, events.at AS event_at, events.data AS event_data,
     (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM wake)::int AS hooks,
     (extract(epoch FROM now() - coalesce(leased.started_at, now())) - leased.approval_waited_seconds)::float8 AS elapsed_seconds
@@ -811,6 +828,8 @@ type RunClaimRow struct {
 	UpdatedAt             time.Time       `json:"updated_at"`
 	WaitingCalls          []string        `json:"waiting_calls"`
 	ApprovalWaitedSeconds float64         `json:"approval_waited_seconds"`
+	Traceparent           *string         `json:"traceparent"`
+	Tracestate            *string         `json:"tracestate"`
 	EventSeq              int64           `json:"event_seq"`
 	EventAt               time.Time       `json:"event_at"`
 	EventData             json.RawMessage `json:"event_data"`
@@ -836,8 +855,10 @@ type RunClaimRow struct {
 // joins over the whole table;
 // and, for each, its attempt row, its run.status event after the thread's
 // last one, and on a first attempt one run.started webhook delivery per
-// subscription that wants it (FOR KEY SHARE, as webhook.Emit does). It
-// answers the leased runs with their event's number, time and data.
+// subscription that wants it (FOR KEY SHARE, as webhook.Emit does), its
+// body as webhook.Emit and lifecycle.emit write one (timestamp in UTC with
+// six fractional digits, as package timestamp writes it). It answers the
+// leased runs with their event's number, time and data.
 func (q *Queries) RunClaim(ctx context.Context, db DBTX, arg RunClaimParams) ([]RunClaimRow, error) {
 	rows, err := db.Query(ctx, runClaim,
 		arg.PageLimit,
@@ -883,6 +904,8 @@ func (q *Queries) RunClaim(ctx context.Context, db DBTX, arg RunClaimParams) ([]
 			&i.UpdatedAt,
 			&i.WaitingCalls,
 			&i.ApprovalWaitedSeconds,
+			&i.Traceparent,
+			&i.Tracestate,
 			&i.EventSeq,
 			&i.EventAt,
 			&i.EventData,
@@ -1084,7 +1107,7 @@ func (q *Queries) RunEmitFenced(ctx context.Context, db DBTX, arg RunEmitFencedP
 }
 
 const runExpiredLeases = `-- name: RunExpiredLeases :many
-SELECT r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth, r.approval_waited_seconds, r.waiting_since FROM run r
+SELECT r.id, r.workspace_id, r.thread_id, r.input_id, r.agent_id, r.revision_id, r.model_key, r.skill_revisions, r.parent_run_id, r.parent_call_id, r.status, r.attempts_used, r.max_attempts, r.attempt_count, r.lease_attempt_id, r.lease_worker, r.lease_expires_at, r.ready_at, r.cancel_requested_at, r.checkpoint_key, r.step, r.usage, r.error, r.created_by_id, r.created_at, r.started_at, r.finished_at, r.updated_at, r.waiting_calls, r.root_run_id, r.depth, r.approval_waited_seconds, r.waiting_since, r.traceparent, r.tracestate FROM run r
 WHERE r.lease_expires_at < now()
 ORDER BY r.lease_expires_at
 LIMIT $1
@@ -1135,6 +1158,8 @@ func (q *Queries) RunExpiredLeases(ctx context.Context, db DBTX, pageLimit int32
 			&i.Depth,
 			&i.ApprovalWaitedSeconds,
 			&i.WaitingSince,
+			&i.Traceparent,
+			&i.Tracestate,
 		); err != nil {
 			return nil, err
 		}
@@ -1147,7 +1172,7 @@ func (q *Queries) RunExpiredLeases(ctx context.Context, db DBTX, pageLimit int32
 }
 
 const runFence = `-- name: RunFence :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate FROM run
 WHERE id = $1 AND lease_attempt_id = $2 AND lease_expires_at > now()
 FOR UPDATE
 `
@@ -1196,6 +1221,8 @@ func (q *Queries) RunFence(ctx context.Context, db DBTX, arg RunFenceParams) (Ru
 		&i.Depth,
 		&i.ApprovalWaitedSeconds,
 		&i.WaitingSince,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
@@ -1207,7 +1234,7 @@ SET status = $1, error = $2, usage = coalesce($3, usage),
     lease_attempt_id = NULL, lease_worker = NULL, lease_expires_at = NULL,
     finished_at = now(), updated_at = now()
 WHERE id = $5 AND finished_at IS NULL
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate
 `
 
 type RunFinishParams struct {
@@ -1261,12 +1288,14 @@ func (q *Queries) RunFinish(ctx context.Context, db DBTX, arg RunFinishParams) (
 		&i.Depth,
 		&i.ApprovalWaitedSeconds,
 		&i.WaitingSince,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE workspace_id = $1 AND id = $2
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate FROM run WHERE workspace_id = $1 AND id = $2
 `
 
 type RunGetParams struct {
@@ -1311,12 +1340,14 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 		&i.Depth,
 		&i.ApprovalWaitedSeconds,
 		&i.WaitingSince,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
 
 const runGetByID = `-- name: RunGetByID :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE id = $1
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate FROM run WHERE id = $1
 `
 
 func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id string) (Run, error) {
@@ -1356,16 +1387,19 @@ func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id string) (Run, erro
 		&i.Depth,
 		&i.ApprovalWaitedSeconds,
 		&i.WaitingSince,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
 
 const runInsert = `-- name: RunInsert :one
 INSERT INTO run (id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions,
-    parent_run_id, parent_call_id, root_run_id, depth, max_attempts, created_by_id)
+    parent_run_id, parent_call_id, root_run_id, depth, max_attempts, created_by_id, traceparent, tracestate)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-    $9, $10, $11, $12, $13, $14)
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since
+    $9, $10, $11, $12, $13, $14,
+    $15, $16)
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate
 `
 
 type RunInsertParams struct {
@@ -1383,6 +1417,8 @@ type RunInsertParams struct {
 	Depth          int32           `json:"depth"`
 	MaxAttempts    int32           `json:"max_attempts"`
 	CreatedByID    string          `json:"created_by_id"`
+	Traceparent    *string         `json:"traceparent"`
+	Tracestate     *string         `json:"tracestate"`
 }
 
 func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (Run, error) {
@@ -1401,6 +1437,8 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		arg.Depth,
 		arg.MaxAttempts,
 		arg.CreatedByID,
+		arg.Traceparent,
+		arg.Tracestate,
 	)
 	var i Run
 	err := row.Scan(
@@ -1437,12 +1475,14 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		&i.Depth,
 		&i.ApprovalWaitedSeconds,
 		&i.WaitingSince,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
 
 const runList = `-- name: RunList :many
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate FROM run
 WHERE workspace_id = $1 AND id < $2 AND id >= $3
     AND ($4::text IS NULL OR status = $4::text)
     AND ($5::timestamptz IS NULL OR created_at > $5::timestamptz)
@@ -1513,6 +1553,8 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.Depth,
 			&i.ApprovalWaitedSeconds,
 			&i.WaitingSince,
+			&i.Traceparent,
+			&i.Tracestate,
 		); err != nil {
 			return nil, err
 		}
@@ -1525,7 +1567,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 }
 
 const runLock = `-- name: RunLock :one
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE workspace_id = $1 AND id = $2 FOR UPDATE
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate FROM run WHERE workspace_id = $1 AND id = $2 FOR UPDATE
 `
 
 type RunLockParams struct {
@@ -1570,6 +1612,8 @@ func (q *Queries) RunLock(ctx context.Context, db DBTX, arg RunLockParams) (Run,
 		&i.Depth,
 		&i.ApprovalWaitedSeconds,
 		&i.WaitingSince,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
@@ -1661,7 +1705,7 @@ func (q *Queries) RunRenewLease(ctx context.Context, db DBTX, arg RunRenewLeaseP
 const runRequestCancel = `-- name: RunRequestCancel :one
 UPDATE run SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
 WHERE id = $1
-RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since
+RETURNING id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate
 `
 
 func (q *Queries) RunRequestCancel(ctx context.Context, db DBTX, id string) (Run, error) {
@@ -1701,6 +1745,8 @@ func (q *Queries) RunRequestCancel(ctx context.Context, db DBTX, id string) (Run
 		&i.Depth,
 		&i.ApprovalWaitedSeconds,
 		&i.WaitingSince,
+		&i.Traceparent,
+		&i.Tracestate,
 	)
 	return i, err
 }
@@ -1737,7 +1783,7 @@ func (q *Queries) RunSuspend(ctx context.Context, db DBTX, arg RunSuspendParams)
 }
 
 const runUnfinishedChildren = `-- name: RunUnfinishedChildren :many
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run WHERE parent_run_id = $1 AND finished_at IS NULL FOR UPDATE
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate FROM run WHERE parent_run_id = $1 AND finished_at IS NULL FOR UPDATE
 `
 
 func (q *Queries) RunUnfinishedChildren(ctx context.Context, db DBTX, parentRunID *string) ([]Run, error) {
@@ -1783,6 +1829,8 @@ func (q *Queries) RunUnfinishedChildren(ctx context.Context, db DBTX, parentRunI
 			&i.Depth,
 			&i.ApprovalWaitedSeconds,
 			&i.WaitingSince,
+			&i.Traceparent,
+			&i.Tracestate,
 		); err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 const runListByAgent = `-- name: RunListByAgent :many
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate FROM run
 WHERE workspace_id = $1 AND agent_id = $2 AND id < $3 AND id >= $4
     AND ($5::text IS NULL OR status = $5::text)
     AND ($6::timestamptz IS NULL OR created_at > $6::timestamptz)
@@ -82,6 +82,8 @@ func (q *Queries) RunListByAgent(ctx context.Context, db DBTX, arg RunListByAgen
 			&i.Depth,
 			&i.ApprovalWaitedSeconds,
 			&i.WaitingSince,
+			&i.Traceparent,
+			&i.Tracestate,
 		); err != nil {
 			return nil, err
 		}
@@ -94,7 +96,7 @@ func (q *Queries) RunListByAgent(ctx context.Context, db DBTX, arg RunListByAgen
 }
 
 const runListOfThread = `-- name: RunListOfThread :many
-SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since FROM run
+SELECT id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions, parent_run_id, parent_call_id, status, attempts_used, max_attempts, attempt_count, lease_attempt_id, lease_worker, lease_expires_at, ready_at, cancel_requested_at, checkpoint_key, step, usage, error, created_by_id, created_at, started_at, finished_at, updated_at, waiting_calls, root_run_id, depth, approval_waited_seconds, waiting_since, traceparent, tracestate FROM run
 WHERE workspace_id = $1 AND thread_id = $2 AND id < $3 AND id >= $4
     AND ($5::text IS NULL OR status = $5::text)
     AND ($6::text IS NULL OR agent_id = $6::text)
@@ -168,6 +170,8 @@ func (q *Queries) RunListOfThread(ctx context.Context, db DBTX, arg RunListOfThr
 			&i.Depth,
 			&i.ApprovalWaitedSeconds,
 			&i.WaitingSince,
+			&i.Traceparent,
+			&i.Tracestate,
 		); err != nil {
 			return nil, err
 		}

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svcdev/svc/internal/contextfit"
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/tool"
@@ -70,6 +72,8 @@ type Spec struct {
 	Policy map[string]string
 	// Approval is what a call waiting for a person is bound by.
 	Approval ApprovalTerms
+	// Tracer, when set, makes a span of each step (tracing.go).
+	Tracer trace.Tracer
 }
 
 // The decisions of a tool policy that hold a call back
@@ -243,7 +247,9 @@ func (e *RetryLaterError) Unwrap() error { return e.Err }
 // when the run ended (succeeded or failed), and an error when it must stop
 // without ending the run: ctx ended, the host refused a step, the host asked
 // to stop (ErrStopped), or a *RetryLaterError.
-func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error) {
+func Run(ctx context.Context, spec Spec, state State, host Host) (out Outcome, err error) {
+	steps := stepSpans{tracer: spec.Tracer}
+	defer func() { steps.end(out, err) }()
 	defs := make([]llm.Tool, len(spec.Tools))
 	byName := make(map[string]tool.Tool, len(spec.Tools))
 	for i, t := range spec.Tools {
@@ -255,7 +261,7 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 	}
 	if state.Waiting != nil {
 		var err error
-		state, err = resume(ctx, spec, byName, state, host)
+		state, err = resume(steps.start(ctx, state.Step, true), spec, byName, state, host)
 		if errors.Is(err, errTimeUp) {
 			return Outcome{Failure: &Failure{Code: CodeLimit, Message: "the run reached its time limit"}, State: state}, nil
 		}
@@ -264,12 +270,14 @@ func Run(ctx context.Context, spec Spec, state State, host Host) (Outcome, error
 		}
 	}
 	for {
+		steps.end(Outcome{}, nil)
 		if f := limitReached(spec.Limits, state); f != nil {
 			return Outcome{Failure: f, State: state}, nil
 		}
 		if !host.Continue() {
 			return Outcome{State: state}, ErrStopped
 		}
+		ctx := steps.start(ctx, state.Step+1, false)
 		callCtx, cancel := spec.Limits.withDeadline(ctx)
 		resp, compaction, err := callModel(callCtx, &spec, &state, defs, host)
 		timedOut := errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil

@@ -1,7 +1,10 @@
 // Package apitest starts svc in-process for tests and checks every HTTP response
 // against openapi/openapi.yaml (the contract test): an undocumented status, field,
-// content type or error shape fails the test that received it. Import it only
-// from tests.
+// content type or error shape fails the test that received it, and so does a
+// date-time not written as package timestamp writes it (UTC, six fractional
+// digits). CheckSchema holds what is not an HTTP answer of the API (a stream's
+// events, a webhook's body) to its schema the same way. Import it only from
+// tests.
 package apitest
 
 import (
@@ -24,6 +27,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 var (
@@ -59,6 +64,38 @@ func init() {
 }
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// schemaOptions hold every date-time svc writes to the one form of package
+// timestamp; the contract's own format accepts any RFC 3339 time, as svc
+// does in requests.
+var schemaOptions = []openapi3.SchemaValidationOption{
+	openapi3.WithStringFormatValidator("date-time", openapi3.NewRegexpFormatValidator(timestamp.Pattern)),
+}
+
+// CheckSchema checks raw, a JSON document svc wrote, against the contract's
+// component schema name (its date-times held to package timestamp's form),
+// and fails t with every departure.
+func CheckSchema(t testing.TB, name string, raw []byte) {
+	t.Helper()
+	if err := SchemaError(t, name, raw); err != nil {
+		t.Errorf("%s does not match the contract: %v\n  document: %.500s", name, err, raw)
+	}
+}
+
+// SchemaError answers how raw departs from the contract's component schema
+// name, as CheckSchema checks it; nil when it matches.
+func SchemaError(t testing.TB, name string, raw []byte) error {
+	t.Helper()
+	ref := Contract(t).Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		t.Fatalf("the contract has no schema %s", name)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	return ref.Value.VisitJSON(v, append([]openapi3.SchemaValidationOption{openapi3.MultiErrors(), openapi3.VisitAsResponse()}, schemaOptions...)...)
+}
 
 // checker validates responses against the contract.
 type checker struct {
@@ -140,7 +177,7 @@ func (c *checker) check(req *http.Request, resp *http.Response, body []byte) []s
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
 		Status:                 resp.StatusCode,
 		Header:                 resp.Header,
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true, SchemaValidationOptions: schemaOptions},
 	}
 	in.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
@@ -249,7 +286,7 @@ func (c *checker) checkError(resp *http.Response, body []byte, id string) []stri
 	if err := json.Unmarshal(body, &v); err != nil {
 		return []string{"error body is not JSON: " + err.Error()}
 	}
-	if err := schema.Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+	if err := schema.Value.VisitJSON(v, append([]openapi3.SchemaValidationOption{openapi3.MultiErrors()}, schemaOptions...)...); err != nil {
 		return []string{"error body does not match the Error schema: " + err.Error()}
 	}
 	var e struct {

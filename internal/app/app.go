@@ -44,6 +44,7 @@ import (
 	memorytool "github.com/svcdev/svc/internal/tool/memory"
 	"github.com/svcdev/svc/internal/tool/subagent"
 	"github.com/svcdev/svc/internal/tool/web"
+	"github.com/svcdev/svc/internal/tracing"
 	"github.com/svcdev/svc/internal/webhook"
 	"github.com/svcdev/svc/internal/worker"
 	schema "github.com/svcdev/svc/sql"
@@ -72,6 +73,9 @@ type App struct {
 	Outbox *outbox.Engine
 	// Worker executes runs on worker processes (nil on control-only ones).
 	Worker *worker.Worker
+	// Tracing is the process's OpenTelemetry tracing (tracing.* keys); off
+	// unless tracing.otlp_endpoint is set.
+	Tracing *tracing.Provider
 
 	httpSrv    *http.Server
 	ln         net.Listener
@@ -94,18 +98,28 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
+	replica := replicaID()
+	tr, err := tracing.New(cfg.Tracing, tracing.Process{Version: buildinfo.Version, Role: string(role), ReplicaID: replica}, log)
+	if err != nil {
+		return nil, err
+	}
 	// Half a run's lease: a worker frozen inside a fenced write loses its
 	// session (and its locks) before the lease sweep needs the row.
 	idleInTx := max(time.Duration(cfg.Worker.LeaseSeconds)*time.Second/2, time.Second)
 	pool, err := dbx.NewPool(ctx, cfg.Database.URL, dbx.PoolOptions{MaxConns: cfg.Database.MaxConns, ConnectTimeout: cfg.Database.ConnectTimeout,
-		IdleInTransaction: idleInTx})
+		IdleInTransaction: idleInTx, Tracer: tr.PoolTracer()})
 	if err != nil {
+		_ = tr.Shutdown(ctx)
+		return nil, err
+	}
+	fail := func(err error) (*App, error) {
+		pool.Close()
+		_ = tr.Shutdown(ctx)
 		return nil, err
 	}
 	redisOpts, err := redis.ParseURL(cfg.Redis.URL)
 	if err != nil {
-		pool.Close()
-		return nil, errors.New("redis.url is not a valid Redis URL")
+		return fail(errors.New("redis.url is not a valid Redis URL"))
 	}
 	routeRedisLogs(log)
 	redisOpts.DialTimeout = redisPingTimeout
@@ -119,13 +133,16 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 		Store:     store,
 		Redis:     redis.NewClient(redisOpts),
 		Keyring:   ring,
-		ReplicaID: replicaID(),
+		ReplicaID: replica,
+		Tracing:   tr,
 		serveErr:  make(chan error, 2),
+	}
+	if err := tr.InstrumentRedis(a.Redis); err != nil {
+		return fail(err)
 	}
 	a.Metrics.RegisterPool(pool)
 	if a.Services, err = a.buildServices(); err != nil {
-		pool.Close()
-		return nil, err
+		return fail(err)
 	}
 	a.Supervisor = supervisor.New(log)
 	a.Health.Tasks = a.Supervisor
@@ -133,9 +150,9 @@ func New(ctx context.Context, cfg *config.Config, role Role, log *slog.Logger) (
 	a.Outbox = outbox.NewEngine(pool, cfg.Outbox, a.ReplicaID, log, outbox.NewMetrics(a.Metrics.Registry))
 	a.Outbox.Scan = time.Duration(cfg.Control.ScanSeconds) * time.Second
 	a.Outbox.PassFunc = a.countOutboxPass
+	a.Outbox.Tracer = tr.Tracer("github.com/svcdev/svc/internal/outbox")
 	if err := a.registerDeliverers(); err != nil {
-		pool.Close()
-		return nil, err
+		return fail(err)
 	}
 	if role.Worker() {
 		a.buildWorker()
@@ -159,6 +176,7 @@ func (a *App) buildWorker() {
 		Runs: s.Runs, Agents: s.Agents, Skills: s.Skills, Models: s.Models, Objects: a.Store, HTTPClient: s.Outbound, Log: a.log,
 		MaxOutputBytes: int(a.cfg.Limits.ModelOutputBytes), MaxToolArgumentBytes: int(a.cfg.Limits.ToolArgumentsBytes),
 		ToolResultShare: float64(a.cfg.Limits.ToolResultWindowPercent) / 100,
+		Tracer:          a.Tracing.Tracer("github.com/svcdev/svc/internal/worker"),
 		ApprovalTimeout: time.Duration(a.cfg.Worker.ApprovalTimeoutSeconds) * time.Second,
 		Prompts:         []tool.PromptSection{memories.Prompt},
 		ModelMetrics:    llm.NewMetrics(a.Metrics.Registry),
@@ -178,6 +196,7 @@ func (a *App) buildWorker() {
 		Lease:  time.Duration(a.cfg.Worker.LeaseSeconds) * time.Second,
 		Drain:  time.Duration(a.cfg.Worker.DrainSeconds) * time.Second,
 		Gather: time.Duration(a.cfg.Worker.ClaimGatherMS) * time.Millisecond,
+		Tracer: a.Tracing.Tracer("github.com/svcdev/svc/internal/worker"),
 	}, a.log.With("component", "worker"))
 }
 
@@ -222,7 +241,7 @@ func (a *App) Start(ctx context.Context) error {
 	// request, from its credentials and its progress (package reqbody), and
 	// streams of events last as long as their clients stay.
 	a.httpSrv = &http.Server{
-		Handler:           handler,
+		Handler:           a.Tracing.Handler(handler),
 		ReadHeaderTimeout: a.cfg.Server.ReadHeaderTimeout,
 		IdleTimeout:       a.cfg.Server.IdleTimeout,
 		MaxHeaderBytes:    a.cfg.Server.MaxHeaderBytes,
@@ -340,6 +359,8 @@ func (a *App) Shutdown() error {
 		errs = append(errs, a.metricsSrv.Shutdown(ctx))
 	}
 	errs = append(errs, a.Supervisor.Stop(ctx))
+	// After the worker drained: its attempts' spans have ended.
+	errs = append(errs, a.Tracing.Shutdown(ctx))
 	errs = append(errs, a.Redis.Close())
 	a.Pool.Close()
 	return errors.Join(errs...)

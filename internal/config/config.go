@@ -29,6 +29,7 @@ type Config struct {
 	Limits         Limits         `koanf:"limits"`
 	Log            Log            `koanf:"log"`
 	Metrics        Metrics        `koanf:"metrics"`
+	Tracing        Tracing        `koanf:"tracing"`
 }
 
 // Server configures the public HTTP listener.
@@ -294,6 +295,29 @@ type Metrics struct {
 	QueryTimeout time.Duration `koanf:"query_timeout"`
 }
 
+// Tracing configures OpenTelemetry tracing (package tracing); an empty
+// OTLPEndpoint turns it off, and nothing is exported or recorded.
+type Tracing struct {
+	// OTLPEndpoint is the collector's URL (http:// or https://): spans go
+	// to its /v1/traces over OTLP/HTTP, or, with Protocol "grpc", to its
+	// OTLP gRPC service.
+	OTLPEndpoint string `koanf:"otlp_endpoint"`
+	// Protocol is "http/protobuf" or "grpc".
+	Protocol string `koanf:"protocol"`
+	// Headers are sent with every export, each "name=value" (a collector's
+	// API key, say).
+	Headers     []string `koanf:"headers" secret:"true"`
+	ServiceName string   `koanf:"service_name"`
+	// SampleRatio is the share of traces recorded that no caller decided
+	// on (0 to 1); a trace a client or a run's origin sampled is recorded,
+	// one it left out is not (docs/decisions/0059-tracing.md).
+	SampleRatio float64 `koanf:"sample_ratio"`
+	// ExportTimeout bounds one export; QueueSize bounds the spans waiting
+	// to be exported, beyond which new spans are dropped.
+	ExportTimeout time.Duration `koanf:"export_timeout"`
+	QueueSize     int           `koanf:"queue_size"`
+}
+
 // Default returns the built-in configuration, suited to a single machine.
 func Default() Config {
 	return Config{
@@ -405,5 +429,13 @@ func Default() Config {
 		},
 		Log:     Log{Level: "info", Format: "json"},
 		Metrics: Metrics{QueryTimeout: time.Second},
+		Tracing: Tracing{
+			Protocol:      "http/protobuf",
+			Headers:       []string{},
+			ServiceName:   "svc",
+			SampleRatio:   1,
+			ExportTimeout: 10 * time.Second,
+			QueueSize:     2048,
+		},
 	}
 }

@@ -11,8 +11,8 @@ import (
 type Key struct {
 	// Name is the full dotted key, such as "outbox.defaults.batch".
 	Name string
-	// Type is "string", "integer", "boolean", "duration", "list of strings",
-	// "list of integers" or "object".
+	// Type is "string", "integer", "number", "boolean", "duration",
+	// "list of strings", "list of integers" or "object".
 	Type string
 	// Default is the built-in value as TOML would write it: strings and
 	// durations in double quotes ("2s"), numbers and booleans bare, lists as
@@ -72,6 +72,13 @@ func render(v reflect.Value) string {
 		return strconv.FormatBool(v.Bool())
 	case reflect.Int, reflect.Int64:
 		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Float64:
+		// Always with a point, as TOML writes a float: 1.0, 0.25.
+		f := strconv.FormatFloat(v.Float(), 'f', -1, 64)
+		if !strings.Contains(f, ".") {
+			f += ".0"
+		}
+		return f
 	case reflect.Pointer:
 		if v.IsNil() {
 			return ""

@@ -71,6 +71,27 @@ asset_bytes = 5000000000
 			},
 		},
 		{
+			name: "TracingFromFileAndEnv",
+			file: "[tracing]\notlp_endpoint = \"http://otel:4318\"\nsample_ratio = 0.25\nheaders = [\"x-key=a\"]\n",
+			env:  []string{"SVC_TRACING__QUEUE_SIZE=64", "SVC_TRACING__HEADERS=authorization=Bearer t,x-team=b"},
+			check: func(t *testing.T, c *Config) {
+				require.Equal(t, "http://otel:4318", c.Tracing.OTLPEndpoint)
+				require.Equal(t, 0.25, c.Tracing.SampleRatio)
+				require.Equal(t, 64, c.Tracing.QueueSize)
+				require.Equal(t, []string{"authorization=Bearer t", "x-team=b"}, c.Tracing.Headers)
+			},
+		},
+		{
+			name:  "TracingRatioInteger",
+			file:  "[tracing]\nsample_ratio = 0\n",
+			check: func(t *testing.T, c *Config) { require.Equal(t, 0.0, c.Tracing.SampleRatio) },
+		},
+		{
+			name:  "TracingRatioFromEnv",
+			env:   []string{"SVC_TRACING__SAMPLE_RATIO=0.5"},
+			check: func(t *testing.T, c *Config) { require.Equal(t, 0.5, c.Tracing.SampleRatio) },
+		},
+		{
 			name: "EnvOverridesFile",
 			file: "[server]\nlisten = \":9000\"\npublic_url = \"https://a.example\"\n",
 			env:  []string{"SVC_SERVER__LISTEN=:9100"},
@@ -232,6 +253,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "FileBadDuration", file: "[server]\nidle_timeout = \"soon\"\n", want: []string{`{file}: key "server.idle_timeout": expected a duration`}},
 		{name: "FileSectionNotTable", file: "server = 1\n", want: []string{`{file}: key "server": expected a table, got integer 1`}},
 		{name: "FileWrongListElement", file: "[endpoint_policy]\nallowed_ports = [80, \"x\"]\n", want: []string{`{file}: key "endpoint_policy.allowed_ports[1]": expected an integer, got string "x"`}},
+		{name: "FileRatioString", file: "[tracing]\nsample_ratio = \"half\"\n", want: []string{`{file}: key "tracing.sample_ratio": expected a number, got string "half"`}},
+		{name: "EnvRatioText", env: []string{"SVC_TRACING__SAMPLE_RATIO=half"}, want: []string{`environment variable SVC_TRACING__SAMPLE_RATIO: key "tracing.sample_ratio": expected a number, got string "half"`}},
+		{name: "EnvRatioOutOfRange", env: []string{"SVC_TRACING__SAMPLE_RATIO=2"}, want: []string{"tracing.sample_ratio: must be a number from 0 to 1, got 2"}},
+		{name: "FileHeadersNotEchoed", file: "[tracing]\nheaders = [123456]\n", want: []string{`{file}: key "tracing.headers[0]": expected a string, got integer`}, not: []string{"123456"}},
 		{name: "FileSecretNotEchoed", file: "[mail]\nsmtp_password = 987654\n", want: []string{`{file}: key "mail.smtp_password": expected a string, got integer`}, not: []string{"987654"}},
 		{name: "FileSyntax", file: "[server\n", want: []string{"{file}: line 1"}},
 		{name: "FileAllProblems", file: "[foo]\n[server]\nlistn = 1\n", want: []string{`unknown section "foo"`, `unknown key "server.listn"`}},

@@ -149,6 +149,10 @@ func (c *checker) value(key string, v any, t reflect.Type, secret bool) (any, bo
 		if n, ok := toInt64(v); ok {
 			return c.integer(key, n, t)
 		}
+	case reflect.Float64:
+		if f, ok := toFloat64(v); ok {
+			return f, true
+		}
 	}
 	c.typeErr(key, withArticle(typeName(t)), v, secret)
 	return nil, false
@@ -238,6 +242,10 @@ func (c *checker) fromString(key, s string, t reflect.Type, secret bool) (any, b
 		if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
 			return c.integer(key, n, t)
 		}
+	case reflect.Float64:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			return f, true
+		}
 	}
 	c.typeErr(key, withArticle(typeName(t)), s, secret)
 	return nil, false
@@ -275,6 +283,22 @@ func toInt64(v any) (int64, bool) {
 	return 0, false
 }
 
+// toFloat64 accepts a number, integers included (TOML's 1 for 1.0).
+func toFloat64(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
 // decodeJSON decodes exactly one JSON value, keeping numbers exact.
 func decodeJSON(s string) (any, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
@@ -303,6 +327,8 @@ func typeName(t reflect.Type) string {
 		return "boolean"
 	case reflect.Int, reflect.Int64:
 		return "integer"
+	case reflect.Float64:
+		return "number"
 	case reflect.Slice:
 		return "list of " + typeName(t.Elem()) + "s"
 	case reflect.Struct, reflect.Map:

@@ -138,6 +138,7 @@ func (c *Config) Validate() error {
 			v.fail("metrics.listen", "must differ from server.listen")
 		}
 	}
+	v.tracing(c.Tracing)
 	return errors.Join(v.errs...)
 }
 
@@ -364,4 +365,47 @@ func (v *validator) mail(m Mail) {
 	}
 	v.port("mail.smtp_port", m.SMTPPort)
 	v.oneOf("mail.smtp_tls", m.SMTPTLS, "starttls", "tls", "none")
+}
+
+// maxTracingQueue bounds tracing.queue_size: a full queue of spans of a
+// few kilobytes each stays within a few hundred megabytes.
+const maxTracingQueue = 1 << 17
+
+// headerName is an HTTP header name (RFC 9110 token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+func (v *validator) tracing(t Tracing) {
+	v.oneOf("tracing.protocol", t.Protocol, "http/protobuf", "grpc")
+	if t.OTLPEndpoint != "" {
+		u, err := parseURL(t.OTLPEndpoint)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+			v.fail("tracing.otlp_endpoint", "must be an http or https URL such as \"http://otel-collector:4318\"")
+		case u.User != nil:
+			v.fail("tracing.otlp_endpoint", "must not carry credentials; send them in tracing.headers")
+		case u.RawQuery != "" || u.Fragment != "":
+			v.fail("tracing.otlp_endpoint", "must not have a query or a fragment")
+		case t.Protocol == "grpc" && strings.Trim(u.Path, "/") != "":
+			v.fail("tracing.otlp_endpoint", "a grpc endpoint has no path, only scheme://host:port")
+		}
+	}
+	for i, h := range t.Headers {
+		name, value, ok := strings.Cut(h, "=")
+		name = strings.TrimSpace(name)
+		// The value may be a secret: never repeated.
+		if !ok || !headerName.MatchString(name) || strings.ContainsAny(value, "\r\n\x00") {
+			v.fail(fmt.Sprintf("tracing.headers[%d]", i), "must be name=value with an HTTP header name and a value on one line")
+		}
+	}
+	if strings.TrimSpace(t.ServiceName) == "" {
+		v.fail("tracing.service_name", "must not be empty")
+	}
+	// Written so that NaN fails too.
+	if !(t.SampleRatio >= 0 && t.SampleRatio <= 1) {
+		v.fail("tracing.sample_ratio", "must be a number from 0 to 1, got %v", t.SampleRatio)
+	}
+	v.duration("tracing.export_timeout", t.ExportTimeout)
+	if t.QueueSize < 1 || t.QueueSize > maxTracingQueue {
+		v.fail("tracing.queue_size", "must be 1 to %d, got %d", maxTracingQueue, t.QueueSize)
+	}
 }

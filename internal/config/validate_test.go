@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -131,6 +132,41 @@ func TestValidate(t *testing.T) {
 		{name: "MetricsListen", mutate: func(c *Config) { c.Metrics.Listen = "metrics" }, want: []string{"metrics.listen: must be host:port"}},
 		{name: "MetricsSameAsServer", mutate: func(c *Config) { c.Metrics.Listen = c.Server.Listen }, want: []string{"metrics.listen: must differ from server.listen"}},
 		{name: "MetricsQueryTimeout", mutate: func(c *Config) { c.Metrics.QueryTimeout = 0 }, want: []string{"metrics.query_timeout: must be a positive duration"}},
+		{name: "Tracing", mutate: func(c *Config) {
+			c.Tracing.OTLPEndpoint = "https://otel.example.com:4318"
+			c.Tracing.Headers = []string{"Authorization=Bearer t0ken", "x-team = a=b"}
+			c.Tracing.SampleRatio = 0
+		}},
+		{name: "TracingGRPC", mutate: func(c *Config) {
+			c.Tracing.Protocol = "grpc"
+			c.Tracing.OTLPEndpoint = "http://otel-collector:4317"
+			c.Tracing.SampleRatio = 0.25
+		}},
+		{name: "TracingBad", mutate: func(c *Config) {
+			c.Tracing.Protocol = "http/json"
+			c.Tracing.Headers = []string{"Authorization: Bearer t0ken", "x=line\nbreak", "=nameless"}
+			c.Tracing.ServiceName = " "
+			c.Tracing.SampleRatio = 1.5
+			c.Tracing.ExportTimeout = 0
+			c.Tracing.QueueSize = 0
+		}, want: []string{
+			`tracing.protocol: must be one of http/protobuf, grpc, got "http/json"`,
+			"tracing.headers[0]: must be name=value", "tracing.headers[1]: must be name=value", "tracing.headers[2]: must be name=value",
+			"tracing.service_name: must not be empty",
+			"tracing.sample_ratio: must be a number from 0 to 1, got 1.5",
+			"tracing.export_timeout: must be a positive duration",
+			"tracing.queue_size: must be 1 to 131072, got 0",
+		}, not: []string{"t0ken", "break"}},
+		{name: "TracingRatioNaN", mutate: func(c *Config) { c.Tracing.SampleRatio = math.NaN() }, want: []string{"tracing.sample_ratio: must be a number from 0 to 1"}},
+		{name: "TracingQueueTooLarge", mutate: func(c *Config) { c.Tracing.QueueSize = 1 << 20 }, want: []string{"tracing.queue_size: must be 1 to 131072"}},
+		{name: "TracingEndpointScheme", mutate: func(c *Config) { c.Tracing.OTLPEndpoint = "otel-collector:4318" }, want: []string{"tracing.otlp_endpoint: must be an http or https URL"}},
+		{name: "TracingEndpointCredentials", mutate: func(c *Config) { c.Tracing.OTLPEndpoint = "https://user:hunter2@otel.example.com" },
+			want: []string{"tracing.otlp_endpoint: must not carry credentials"}, not: []string{"hunter2"}},
+		{name: "TracingEndpointQuery", mutate: func(c *Config) { c.Tracing.OTLPEndpoint = "http://otel:4318/?token=x" }, want: []string{"tracing.otlp_endpoint: must not have a query"}},
+		{name: "TracingGRPCPath", mutate: func(c *Config) {
+			c.Tracing.Protocol = "grpc"
+			c.Tracing.OTLPEndpoint = "http://otel:4317/v1/traces"
+		}, want: []string{"tracing.otlp_endpoint: a grpc endpoint has no path"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

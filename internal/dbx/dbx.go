@@ -30,6 +30,8 @@ type PoolOptions struct {
 	// run's, which the lease sweep skips while locked) for longer than this.
 	// 0 leaves the server's setting; the URL's own setting wins.
 	IdleInTransaction time.Duration
+	// Tracer, when set, traces the pool's queries (tracing.PoolTracer).
+	Tracer pgx.QueryTracer
 }
 
 // NewPool builds a pool without connecting; connections open on first use, and
@@ -51,6 +53,9 @@ func NewPool(ctx context.Context, url string, opts PoolOptions) (*pgxpool.Pool, 
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !ok && opts.IdleInTransaction > 0 {
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(opts.IdleInTransaction.Milliseconds(), 10)
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcdev/svc/internal/apitest"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/environment"
 	"github.com/svcdev/svc/internal/id"
@@ -200,16 +202,24 @@ func (b *runtimeBundle) idle(t *testing.T, envID string, ago time.Duration) {
 }
 
 // events are the webhook events queued for the subscriber, in order.
+// events answers the event types of the webhook deliveries written so far,
+// and checks each delivery's body (what is POSTed) against the contract's
+// WebhookEvent and its type's own schema.
 func (b *runtimeBundle) events(t *testing.T) []string {
 	t.Helper()
-	rows, err := b.pool.Query(t.Context(), `SELECT event_type FROM outbox WHERE kind = 'webhook' ORDER BY created_at, id`)
+	rows, err := b.pool.Query(t.Context(), `SELECT event_type, payload FROM outbox WHERE kind = 'webhook' ORDER BY created_at, id`)
 	require.NoError(t, err)
+	mapping := apitest.Contract(t).Components.Schemas["WebhookEvent"].Value.Discriminator.Mapping
 	var out []string
 	for rows.Next() {
 		var s string
-		require.NoError(t, rows.Scan(&s))
+		var payload []byte
+		require.NoError(t, rows.Scan(&s, &payload))
+		apitest.CheckSchema(t, "WebhookEvent", payload)
+		apitest.CheckSchema(t, strings.TrimPrefix(mapping[s].Ref, "#/components/schemas/"), payload)
 		out = append(out, s)
 	}
+	require.NoError(t, rows.Err())
 	return out
 }
 

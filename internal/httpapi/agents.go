@@ -7,6 +7,7 @@ import (
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/revision"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // AgentHandlers implements /api/v1/agents and its sub-resources.
@@ -150,7 +151,7 @@ func toAPIAgent(a revision.Head) api.Agent {
 	return api.Agent{
 		Id: a.ID, Name: a.Name, Description: a.Description, Labels: a.Labels, DefaultRevisionId: a.DefaultRevisionID,
 		LatestRevisionNumber: int(a.LatestRevisionNumber), Archived: a.Archived(), ArchivedAt: nullableTime(a.ArchivedAt),
-		Version: int(a.Version), CreatedById: a.CreatedByID, UpdatedById: a.UpdatedByID, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+		Version: int(a.Version), CreatedById: a.CreatedByID, UpdatedById: a.UpdatedByID, CreatedAt: timestamp.Of(a.CreatedAt), UpdatedAt: timestamp.Of(a.UpdatedAt),
 	}
 }
 
@@ -161,6 +162,6 @@ func toAPIAgentRevision(r agent.Revision) (api.AgentRevision, error) {
 	}
 	return api.AgentRevision{
 		Id: r.ID, AgentId: r.HeadID, Number: int(r.Number), Config: cfg, ContentHash: r.ContentHash,
-		CreatedById: r.CreatedByID, CreatedAt: r.CreatedAt,
+		CreatedById: r.CreatedByID, CreatedAt: timestamp.Of(r.CreatedAt),
 	}, nil
 }

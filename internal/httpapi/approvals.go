@@ -6,6 +6,7 @@ import (
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // ListRunApprovals lists the calls of a run, and of the runs below it,
@@ -37,6 +38,6 @@ func toAPIApproval(a run.Approval) api.Approval {
 		RunId: a.RunID, ThreadId: a.ThreadID, CallId: a.CallID, Name: a.Name, Arguments: a.Arguments,
 		Status: api.ApprovalStatus(a.Status), OnTimeout: api.ApprovalOnTimeout(a.OnTimeout),
 		Message: nullableString(a.Message), DecidedById: nullableString(a.DecidedByID),
-		RequestedAt: a.RequestedAt.UTC(), ExpiresAt: a.ExpiresAt.UTC(), DecidedAt: nullableTime(a.DecidedAt),
+		RequestedAt: timestamp.Of(a.RequestedAt), ExpiresAt: timestamp.Of(a.ExpiresAt), DecidedAt: nullableTime(a.DecidedAt),
 	}
 }

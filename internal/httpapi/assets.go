@@ -13,6 +13,7 @@ import (
 	"github.com/svcdev/svc/internal/asset"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/reqctx"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // AssetHandlers implements /api/v1/assets and below.
@@ -146,6 +147,6 @@ func toAPIAsset(a asset.Asset) api.Asset {
 	return api.Asset{
 		Id: a.ID, Name: a.Name, ContentType: a.ContentType, Size: a.Size, Sha256: a.SHA256,
 		RetiredAt: nullableTime(a.RetiredAt), Version: int(a.Version),
-		CreatedById: a.CreatedByID, UpdatedById: a.UpdatedByID, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
+		CreatedById: a.CreatedByID, UpdatedById: a.UpdatedByID, CreatedAt: timestamp.Of(a.CreatedAt), UpdatedAt: timestamp.Of(a.UpdatedAt),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/connection"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // ConnectionHandlers implements /api/v1/connections, its revoke and
@@ -101,15 +102,15 @@ func toAPIConnection(c connection.Connection) api.Connection {
 	return api.Connection{
 		Id: c.ID, ProviderId: c.ProviderID, App: c.App, Account: nullableString(c.Account), Name: c.Name, Config: c.Config,
 		CredentialConfigured: c.CredentialConfigured, Enabled: c.Enabled, Version: int(c.Version),
-		CreatedById: c.CreatedByID, UpdatedById: c.UpdatedByID, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
+		CreatedById: c.CreatedByID, UpdatedById: c.UpdatedByID, CreatedAt: timestamp.Of(c.CreatedAt), UpdatedAt: timestamp.Of(c.UpdatedAt),
 	}
 }
 
 func toAPIOperation(o connection.Operation) api.ConnectionOperation {
 	return api.ConnectionOperation{
 		Id: o.ID, ConnectionId: o.ConnectionID, Status: api.ConnectionOperationStatus(o.Status),
-		RedirectUrl: nullableString(o.RedirectURL), Error: nullableString(o.Error), Owner: o.Owner, Deadline: o.Deadline.UTC(),
-		Version: int(o.Version), CreatedById: o.CreatedByID, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(),
+		RedirectUrl: nullableString(o.RedirectURL), Error: nullableString(o.Error), Owner: o.Owner, Deadline: timestamp.Of(o.Deadline),
+		Version: int(o.Version), CreatedById: o.CreatedByID, CreatedAt: timestamp.Of(o.CreatedAt), UpdatedAt: timestamp.Of(o.UpdatedAt),
 		SettledAt: nullableTime(o.SettledAt),
 	}
 }

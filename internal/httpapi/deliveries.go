@@ -7,6 +7,7 @@ import (
 
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
+	"github.com/svcdev/svc/internal/timestamp"
 	"github.com/svcdev/svc/internal/webhook"
 )
 
@@ -73,7 +74,7 @@ func toAPIDelivery(d webhook.Delivery) (api.WebhookDelivery, error) {
 		Id: d.ID, SubscriptionId: d.SubscriptionID, EventType: api.WebhookEventType(d.EventType),
 		Status: api.WebhookDeliveryStatus(d.Status), AttemptsUsed: int(d.Attempts), MaxAttempts: d.MaxAttempts,
 		NextAttemptAt: nullableTime(d.NextAttemptAt), LastError: nullableString(d.LastError),
-		CreatedAt: d.CreatedAt, SettledAt: nullableTime(d.SettledAt), Payload: payload,
+		CreatedAt: timestamp.Of(d.CreatedAt), SettledAt: nullableTime(d.SettledAt), Payload: payload,
 	}, nil
 }
 
@@ -85,7 +86,7 @@ func toAPIDeliveryDetail(d webhook.Delivery) (api.WebhookDeliveryDetail, error) 
 	attempts := make([]api.WebhookDeliveryAttempt, 0, len(d.AttemptLog))
 	for _, a := range d.AttemptLog {
 		attempts = append(attempts, api.WebhookDeliveryAttempt{
-			Number: int(a.Number), StartedAt: a.StartedAt, DurationMs: int(a.DurationMS),
+			Number: int(a.Number), StartedAt: timestamp.Of(a.StartedAt), DurationMs: int(a.DurationMS),
 			Result: api.WebhookDeliveryAttemptResult(a.Result), StatusCode: nullableInt32(a.StatusCode),
 			Response: nullableString(a.Response), Error: nullableString(a.Error),
 		})

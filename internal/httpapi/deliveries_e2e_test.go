@@ -45,7 +45,7 @@ func TestWebhooksAreDeliveredByTheRunningProcess(t *testing.T) {
 	var event map[string]any
 	require.NoError(t, json.Unmarshal(reqs[0].Body, &event))
 	require.Equal(t, "agent.revision_published", event["type"])
-	require.Equal(t, map[string]any{"agent_id": "ap_x", "name": "first"}, event["data"])
+	requireData(t, publishedData("first"), event["data"])
 	view := b.awaitDelivery(t, first, func(v map[string]any) bool { return v["status"] == "delivered" })
 	attempts := view["attempts"].([]any)
 	require.Len(t, attempts, 1)

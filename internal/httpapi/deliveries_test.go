@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -65,6 +66,13 @@ func (b *deliveriesBundle) hook(t *testing.T, path string) (map[string]any, stri
 	return b.mustSubscription(t, map[string]any{"url": b.recv.URL("127.0.0.1", path), "event_types": []string{webhook.AgentRevisionPublished}})
 }
 
+// publishedData is the data of an agent.revision_published event of an
+// agent named name, as the contract has it.
+func publishedData(name string) map[string]any {
+	return map[string]any{"agent_id": "ap_x", "name": name, "revision_id": "rev_x", "revision_number": 1,
+		"default_revision_id": "rev_x", "published_by_id": "pri_x"}
+}
+
 // emit emits an agent.revision_published event in the admin's workspace and
 // returns the deliveries it made, oldest first.
 func (b *deliveriesBundle) emit(t *testing.T, name string) []string {
@@ -77,7 +85,7 @@ func (b *deliveriesBundle) emit(t *testing.T, name string) []string {
 			return err
 		}
 		if err := webhook.Emit(ctx, tx, b.admin.WorkspaceID, webhook.Event{Type: webhook.AgentRevisionPublished,
-			Data: map[string]any{"agent_id": "ap_x", "name": name}}); err != nil {
+			Data: publishedData(name)}); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT id FROM outbox WHERE id > $1 ORDER BY id`, before)
@@ -212,7 +220,7 @@ func TestDeliveriesListAndRead(t *testing.T) {
 		require.Nil(t, pending["last_error"])
 		payload := pending["payload"].(map[string]any)
 		require.Equal(t, webhook.AgentRevisionPublished, payload["type"])
-		require.Equal(t, map[string]any{"agent_id": "ap_x", "name": "agent 2"}, payload["data"])
+		requireData(t, publishedData("agent 2"), payload["data"])
 		require.NotContains(t, pending, "attempts", "attempts are in the delivery's own view")
 	})
 
@@ -433,4 +441,14 @@ func (b *deliveriesBundle) deliverer(t *testing.T) *webhook.Deliverer {
 	d := webhook.NewDeliverer(b.h.App.Pool, b.h.App.Keyring, policy)
 	t.Cleanup(d.Close)
 	return d
+}
+
+// requireData checks decoded JSON data against the data it was encoded from.
+func requireData(t *testing.T, want map[string]any, got any) {
+	t.Helper()
+	b, err := json.Marshal(want)
+	require.NoError(t, err)
+	g, err := json.Marshal(got)
+	require.NoError(t, err)
+	require.JSONEq(t, string(b), string(g))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/environment"
 	"github.com/svcdev/svc/internal/environment/template"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // EnvironmentHandlers implements /api/v1/environment-templates and
@@ -145,7 +146,7 @@ func toAPITemplate(t template.Template) api.EnvironmentTemplate {
 		Id: t.ID, Name: t.Name, Description: t.Description, EnvironmentProviderId: t.ProviderID, Config: t.Config,
 		IdleStopSeconds: nullableInt32(t.IdleStopSeconds), IdleDeleteSeconds: nullableInt32(t.IdleDeleteSeconds),
 		Labels: t.Labels, Enabled: t.Enabled, Version: int(t.Version), CreatedById: t.CreatedByID,
-		UpdatedById: t.UpdatedByID, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(),
+		UpdatedById: t.UpdatedByID, CreatedAt: timestamp.Of(t.CreatedAt), UpdatedAt: timestamp.Of(t.UpdatedAt),
 	}
 }
 
@@ -153,6 +154,6 @@ func toAPIEnvironment(e environment.Environment) api.Environment {
 	return api.Environment{
 		Id: e.ID, TemplateId: e.TemplateID, EnvironmentProviderId: e.ProviderID, Status: api.EnvironmentStatus(e.Status),
 		LastUsedAt: nullableTime(e.LastUsedAt), Version: int(e.Version), CreatedById: e.CreatedByID,
-		UpdatedById: e.UpdatedByID, CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC(),
+		UpdatedById: e.UpdatedByID, CreatedAt: timestamp.Of(e.CreatedAt), UpdatedAt: timestamp.Of(e.UpdatedAt),
 	}
 }

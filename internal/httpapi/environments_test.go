@@ -53,7 +53,7 @@ func TestEnvironmentsListReadDelete(t *testing.T) {
 			require.Equal(t, tplA, got["template_id"])
 			require.Equal(t, b.docker, got["environment_provider_id"])
 			require.Equal(t, "running", got["status"])
-			require.Equal(t, "2026-11-20T10:00:00.123Z", got["last_used_at"])
+			require.Equal(t, "2026-11-20T10:00:00.123000Z", got["last_used_at"])
 			require.EqualValues(t, 1, got["version"])
 			require.NotContains(t, got, "vendor_handle", "the vendor's handle is never shown")
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/svcdev/svc/internal/apperr"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/identity"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // IdentityHandlers implements the identity and audit operations: the caller,
@@ -120,7 +121,7 @@ func (h *IdentityHandlers) CreateAPIKey(ctx context.Context, req api.CreateAPIKe
 	}
 	in := identity.CreateAPIKeyInput{Name: req.Body.Name, Role: string(req.Body.Role)}
 	if req.Body.ExpiresAt.IsSpecified() && !req.Body.ExpiresAt.IsNull() {
-		t := req.Body.ExpiresAt.MustGet()
+		t := req.Body.ExpiresAt.MustGet().Std()
 		in.ExpiresAt = &t
 	}
 	out, err := h.svc.CreateAPIKey(ctx, auth.CallerFrom(ctx), in)
@@ -150,7 +151,7 @@ func (h *IdentityHandlers) ListAuditEvents(ctx context.Context, req api.ListAudi
 	q := req.Params
 	p, err := h.svc.ListAuditEvents(ctx, auth.CallerFrom(ctx), identity.ListAuditEventsInput{
 		PageInput: identity.PageInput{Limit: q.Limit, Cursor: q.Cursor},
-		ActorID:   q.ActorId, Action: q.Action, SubjectID: q.SubjectId, Since: q.Since, Until: q.Until,
+		ActorID:   q.ActorId, Action: q.Action, SubjectID: q.SubjectId, Since: timestamp.StdPtr(q.Since), Until: timestamp.StdPtr(q.Until),
 	})
 	if err != nil {
 		return nil, err
@@ -169,7 +170,7 @@ func mapAll[T, U any](in []T, f func(T) U) []U {
 func toAPIWorkspace(w identity.Workspace) api.Workspace {
 	return api.Workspace{
 		Id: w.ID, OrganizationId: w.OrganizationID, Name: w.Name, Version: int(w.Version),
-		CreatedById: w.CreatedByID, UpdatedById: w.UpdatedByID, CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+		CreatedById: w.CreatedByID, UpdatedById: w.UpdatedByID, CreatedAt: timestamp.Of(w.CreatedAt), UpdatedAt: timestamp.Of(w.UpdatedAt),
 	}
 }
 
@@ -177,7 +178,7 @@ func toAPIMember(m identity.Member) api.Member {
 	return api.Member{
 		Principal: api.Principal{Id: m.PrincipalID, Kind: api.PrincipalKind(m.PrincipalKind), DisplayName: m.DisplayName},
 		Email:     nullableString(m.Email), Role: api.WorkspaceRole(m.Role), Version: int(m.Version),
-		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
+		CreatedAt: timestamp.Of(m.CreatedAt), UpdatedAt: timestamp.Of(m.UpdatedAt),
 	}
 }
 
@@ -186,7 +187,7 @@ func toAPIKey(k identity.APIKey) api.APIKey {
 		Id: k.ID, WorkspaceId: k.WorkspaceID, PrincipalId: k.PrincipalID, Name: k.Name, Prefix: k.Prefix,
 		Role: api.WorkspaceRole(k.Role), ExpiresAt: nullableTime(k.ExpiresAt), LastUsedAt: nullableTime(k.LastUsedAt),
 		RevokedAt: nullableTime(k.RevokedAt), Version: int(k.Version), CreatedById: k.CreatedByID,
-		CreatedAt: k.CreatedAt.UTC(), UpdatedAt: k.UpdatedAt.UTC(),
+		CreatedAt: timestamp.Of(k.CreatedAt), UpdatedAt: timestamp.Of(k.UpdatedAt),
 	}
 }
 
@@ -201,6 +202,6 @@ func toAPIAuditEvent(e identity.AuditEvent) api.AuditEvent {
 	}
 	return api.AuditEvent{
 		Id: e.ID, ActorId: nullableString(e.ActorID), Action: e.Action, SubjectType: e.SubjectType, SubjectId: e.SubjectID,
-		Version: version, ChangedFields: fields, RequestId: nullableString(e.RequestID), CreatedAt: e.CreatedAt.UTC(),
+		Version: version, ChangedFields: fields, RequestId: nullableString(e.RequestID), CreatedAt: timestamp.Of(e.CreatedAt),
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/svcdev/svc/internal/invitation"
 	"github.com/svcdev/svc/internal/ratelimit"
 	"github.com/svcdev/svc/internal/resource"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // InvitationHandlers implements the invitations operations.
@@ -158,9 +159,9 @@ func toAPIInvitation(inv invitation.Invitation) api.Invitation {
 		WorkspaceId:    nullableString(inv.WorkspaceID),
 		PrincipalId:    nullableString(inv.PrincipalID),
 		InvitedById:    inv.InvitedByID,
-		CreatedAt:      inv.CreatedAt.UTC(),
-		UpdatedAt:      inv.UpdatedAt.UTC(),
-		ExpiresAt:      inv.ExpiresAt.UTC(),
+		CreatedAt:      timestamp.Of(inv.CreatedAt),
+		UpdatedAt:      timestamp.Of(inv.UpdatedAt),
+		ExpiresAt:      timestamp.Of(inv.ExpiresAt),
 		AcceptedAt:     nullableTime(inv.AcceptedAt),
 		RevokedAt:      nullableTime(inv.RevokedAt),
 		Version:        int(inv.Version),

@@ -11,6 +11,7 @@ import (
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/memory"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // MemoryHandlers implements /api/v1/memories.
@@ -130,7 +131,7 @@ func toAPIMemoryRecord(memoryID string, rec memory.Record) (api.MemoryRecord, er
 		score = nullable.NewNullableWithValue(float32(*rec.Score))
 	}
 	return api.MemoryRecord{
-		Id: rec.ID, MemoryId: memoryID, Content: rec.Content, Metadata: metadata, Score: score, CreatedAt: rec.CreatedAt.UTC(),
+		Id: rec.ID, MemoryId: memoryID, Content: rec.Content, Metadata: metadata, Score: score, CreatedAt: timestamp.Of(rec.CreatedAt),
 	}, nil
 }
 
@@ -139,6 +140,6 @@ func toAPIMemory(m memory.Memory) api.Memory {
 		Id: m.ID, Name: m.Name, Description: m.Description, Kind: api.MemoryKind(m.Kind),
 		MemoryProviderId: nullableString(m.ProviderID), Namespace: nullableString(m.Namespace),
 		Version: int(m.Version), CreatedById: m.CreatedByID, UpdatedById: m.UpdatedByID,
-		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
+		CreatedAt: timestamp.Of(m.CreatedAt), UpdatedAt: timestamp.Of(m.UpdatedAt),
 	}
 }

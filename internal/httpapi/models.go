@@ -9,6 +9,7 @@ import (
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/model"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // ModelHandlers implements /api/v1/models and /api/v1/models/{key}.
@@ -75,7 +76,7 @@ func toAPIModel(m model.Model) api.Model {
 		Key: m.Key, ProviderId: m.ProviderID, Api: m.API, Model: m.Model, Settings: m.Settings,
 		ContextWindow: nullableInt(m.ContextWindow), Enabled: m.Enabled,
 		Version: int(m.Version), CreatedById: m.CreatedByID, UpdatedById: m.UpdatedByID,
-		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
+		CreatedAt: timestamp.Of(m.CreatedAt), UpdatedAt: timestamp.Of(m.UpdatedAt),
 	}
 }
 

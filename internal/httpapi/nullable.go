@@ -4,15 +4,17 @@ import (
 	"time"
 
 	"github.com/oapi-codegen/nullable"
+
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // nullableTime maps an optional time to a member that is null when absent
 // (views never omit members).
-func nullableTime(t *time.Time) nullable.Nullable[time.Time] {
+func nullableTime(t *time.Time) nullable.Nullable[timestamp.Time] {
 	if t == nil {
-		return nullable.NewNullNullable[time.Time]()
+		return nullable.NewNullNullable[timestamp.Time]()
 	}
-	return nullable.NewNullableWithValue(t.UTC())
+	return nullable.NewNullableWithValue(timestamp.Of(*t))
 }
 
 // nullableString maps an optional string to a member that is null when absent.

@@ -10,6 +10,7 @@ import (
 	"github.com/svcdev/svc/internal/provider"
 	"github.com/svcdev/svc/internal/provider/catalog"
 	"github.com/svcdev/svc/internal/secret"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // (/api/v1/{model,web,environment,connector,memory}-providers). Each operation
@@ -119,6 +120,6 @@ func toAPIProvider(p provider.Provider) api.Provider {
 		Id: p.ID, Kind: api.ProviderKind(p.Kind), Type: p.Type, Name: p.Name, Config: p.Config,
 		CredentialConfigured: p.CredentialConfigured, ExtraHeaderNames: names, Enabled: p.Enabled,
 		Version: int(p.Version), CreatedById: p.CreatedByID, UpdatedById: p.UpdatedByID,
-		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
+		CreatedAt: timestamp.Of(p.CreatedAt), UpdatedAt: timestamp.Of(p.UpdatedAt),
 	}
 }

@@ -75,6 +75,7 @@ func New(opts Options) (*echo.Echo, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(opts.Log)
 	guard := reqbody.NewGuard(opts.Bodies, opts.Metrics.UnauthenticatedBodies, opts.Metrics.UnauthenticatedBodiesRefused)
+	e.Use(traceRoute)
 	e.Use(requestID, observe(opts.Log, opts.Metrics), guardBodies(guard, opts.Services.Clients))
 
 	if !opts.Control {

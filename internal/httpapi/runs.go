@@ -10,6 +10,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/stream"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // RunHandlers implements /api/v1/threads and /api/v1/runs: threads, their
@@ -28,7 +29,7 @@ func (h *RunHandlers) ListRuns(ctx context.Context, req api.ListRunsRequestObjec
 		s := string(*p.Status)
 		status = &s
 	}
-	page, err := h.svc.ListRuns(ctx, auth.CallerFrom(ctx), run.RunFilter{ThreadID: p.ThreadId, AgentID: p.AgentId, Status: status, CreatedAfter: p.CreatedAfter}, p.Limit, p.Cursor)
+	page, err := h.svc.ListRuns(ctx, auth.CallerFrom(ctx), run.RunFilter{ThreadID: p.ThreadId, AgentID: p.AgentId, Status: status, CreatedAfter: timestamp.StdPtr(p.CreatedAfter)}, p.Limit, p.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func toAPIRun(r run.Run) api.Run {
 		Id: r.ID, ThreadId: r.ThreadID, AgentId: r.AgentID, RevisionId: r.RevisionID, Status: api.RunStatus(r.Status),
 		AttemptsUsed: int(r.AttemptsUsed), MaxAttempts: int(r.MaxAttempts), Error: nullable.NewNullNullable[api.RunError](),
 		Usage:     api.RunUsage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens},
-		CreatedAt: r.CreatedAt.UTC(), StartedAt: nullableTime(r.StartedAt), FinishedAt: nullableTime(r.FinishedAt),
+		CreatedAt: timestamp.Of(r.CreatedAt), StartedAt: nullableTime(r.StartedAt), FinishedAt: nullableTime(r.FinishedAt),
 		Model: r.ModelKey, InputId: nullableString(r.InputID), ParentRunId: nullableString(r.ParentRunID),
 		CancelRequestedAt: nullableTime(r.CancelRequestedAt), SkillRevisions: make([]api.SkillRevisionPin, 0, len(r.SkillRevisions)),
 	}
@@ -98,7 +99,7 @@ func toAPIAttempt(a run.Attempt) api.Attempt {
 	out := api.Attempt{
 		Id: a.ID, RunId: a.RunID, Number: int(a.Number), Worker: a.Worker, Status: api.AttemptStatus(a.Status),
 		Charged: a.Charged, FromStep: int(a.FromStep), ToStep: nullable.NewNullNullable[int](), Error: nullableString(a.Error),
-		StartedAt: a.StartedAt.UTC(), EndedAt: nullableTime(a.EndedAt),
+		StartedAt: timestamp.Of(a.StartedAt), EndedAt: nullableTime(a.EndedAt),
 	}
 	if a.ToStep != nil {
 		out.ToStep = nullable.NewNullableWithValue(int(*a.ToStep))

@@ -7,6 +7,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/revision"
 	"github.com/svcdev/svc/internal/skill"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // SkillHandlers implements /api/v1/skills and its sub-resources.
@@ -155,6 +156,6 @@ func toAPISkillRevision(r skill.Revision) (api.SkillRevision, error) {
 	}
 	return api.SkillRevision{
 		Id: r.ID, SkillId: r.HeadID, Number: int(r.Number), Config: cfg, ContentHash: r.ContentHash,
-		CreatedById: r.CreatedByID, CreatedAt: r.CreatedAt,
+		CreatedById: r.CreatedByID, CreatedAt: timestamp.Of(r.CreatedAt),
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/svcdev/svc/gen/api"
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/subscription"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // SubscriptionHandlers implements /api/v1/subscriptions.
@@ -110,7 +111,7 @@ func toAPISubscription(s subscription.Subscription) api.Subscription {
 	return api.Subscription{
 		Id: s.ID, Url: s.URL, EventTypes: types, Enabled: s.Enabled, Description: s.Description,
 		Version: int(s.Version), CreatedById: s.CreatedByID, UpdatedById: s.UpdatedByID,
-		CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(),
+		CreatedAt: timestamp.Of(s.CreatedAt), UpdatedAt: timestamp.Of(s.UpdatedAt),
 		Endpoint: api.SubscriptionEndpoint{
 			ConsecutiveFailures: int(s.Endpoint.ConsecutiveFailures),
 			PausedUntil:         nullableTime(s.Endpoint.PausedUntil),

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/oapi-codegen/nullable"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/svcdev/svc/internal/auth"
 	"github.com/svcdev/svc/internal/resource"
 	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // Page sizes of a thread's events.
@@ -125,14 +127,14 @@ func toAPIThread(t run.Thread) api.Thread {
 	return api.Thread{
 		Id: t.ID, AgentId: t.AgentID, RevisionId: nullableString(t.RevisionID), Metadata: t.Metadata,
 		Status: api.ThreadStatus(t.Status()), ActiveRunId: nullableString(t.ActiveRunID), EnvironmentId: nullableString(t.EnvironmentID),
-		LastSeq: t.LastSeq, CreatedById: t.CreatedByID, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(),
+		LastSeq: t.LastSeq, CreatedById: t.CreatedByID, CreatedAt: timestamp.Of(t.CreatedAt), UpdatedAt: timestamp.Of(t.UpdatedAt),
 	}
 }
 
 func toAPIInput(in run.Input) api.Input {
 	return api.Input{
 		Id: in.ID, ThreadId: in.ThreadID, Content: in.Content, Status: api.InputStatus(in.Status), RunId: nullableString(in.RunID),
-		CreatedAt: in.CreatedAt.UTC(), StartedAt: nullableTime(in.StartedAt),
+		CreatedAt: timestamp.Of(in.CreatedAt), StartedAt: nullableTime(in.StartedAt),
 	}
 }
 
@@ -143,14 +145,19 @@ func toAPIMessage(m run.Message) api.Message {
 	}
 	return api.Message{
 		Position: int(m.Position), RunId: nullableString(m.RunID), Role: api.MessageRole(m.Role), Content: m.Content,
-		ToolCalls: calls, ToolCallId: nullableString(m.ToolCallID), IsError: m.IsError, CreatedAt: m.CreatedAt.UTC(),
+		ToolCalls: calls, ToolCallId: nullableString(m.ToolCallID), IsError: m.IsError, CreatedAt: timestamp.Of(m.CreatedAt),
 	}
 }
 
+// toAPIEvent answers e as the stream sends it: one encoding of an event
+// (run.Event's MarshalJSON) serves the list and the stream.
 func toAPIEvent(e run.Event) (api.Event, error) {
-	var data api.Event_Data
-	if err := data.UnmarshalJSON(e.Data); err != nil {
-		return api.Event{}, apperr.Wrap(apperr.KindInternal, "internal error", err)
+	b, err := json.Marshal(e)
+	if err == nil {
+		var v api.Event
+		if err = v.UnmarshalJSON(b); err == nil {
+			return v, nil
+		}
 	}
-	return api.Event{Seq: e.Seq, Type: api.EventType(e.Type), RunId: nullableString(e.RunID), At: e.At.UTC(), Data: data}, nil
+	return api.Event{}, apperr.Wrap(apperr.KindInternal, "internal error", err)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/svcdev/svc/gen/db"
@@ -44,6 +45,9 @@ type Engine struct {
 	// PassFunc, when set, is told of every pass Run makes; the process
 	// counts them with the sweeps' metrics. Set it before Run.
 	PassFunc func(Pass)
+	// Tracer, when set, makes a span of every delivery attempt
+	// (tracing.go). Set it before Run.
+	Tracer trace.Tracer
 
 	pool       *pgxpool.Pool
 	q          *db.Queries
@@ -224,7 +228,9 @@ func (e *Engine) run(ctx context.Context, d Deliverer, p config.OutboxPolicy, l 
 // back uncharged; one that ran out of its lease is a failure.
 func (e *Engine) attempt(ctx context.Context, d Deliverer, p config.OutboxPolicy, c Claimed, number int) (s settlement) {
 	lease := time.Duration(p.LeaseSeconds) * time.Second
-	actx, cancel := context.WithTimeout(ctx, lease*9/10)
+	actx, span := e.traceAttempt(ctx, c)
+	defer func() { endAttemptSpan(span, s) }()
+	actx, cancel := context.WithTimeout(actx, lease*9/10)
 	defer cancel()
 	start := time.Now()
 	defer func() {

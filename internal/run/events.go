@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcdev/svc/gen/db"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // Event types of a thread's stream
@@ -40,6 +41,7 @@ func EventType(t string) string {
 }
 
 // Event is one event of a thread: its sequence number is gap-free per thread.
+// Its JSON is the contract's Event (MarshalJSON).
 type Event struct {
 	ThreadID string          `json:"-"`
 	Seq      int64           `json:"seq"`
@@ -47,6 +49,23 @@ type Event struct {
 	RunID    *string         `json:"run_id"`
 	At       time.Time       `json:"at"`
 	Data     json.RawMessage `json:"data"`
+}
+
+// wireEvent is an Event as it is written: At in the one time stamp form
+// of the API (package timestamp).
+type wireEvent struct {
+	Seq   int64           `json:"seq"`
+	Type  string          `json:"type"`
+	RunID *string         `json:"run_id"`
+	At    timestamp.Time  `json:"at"`
+	Data  json.RawMessage `json:"data"`
+}
+
+// MarshalJSON encodes e as the events list and the stream answer it:
+// seq, type, run_id, at (RFC 3339 in UTC with six fractional digits) and
+// data.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(wireEvent{Seq: e.Seq, Type: e.Type, RunID: e.RunID, At: timestamp.Of(e.At), Data: e.Data})
 }
 
 // NewEvent is an event about to be written.

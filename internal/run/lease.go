@@ -15,6 +15,7 @@ import (
 	"github.com/svcdev/svc/internal/checkpoint"
 	"github.com/svcdev/svc/internal/dbx"
 	"github.com/svcdev/svc/internal/id"
+	"github.com/svcdev/svc/internal/tracing"
 )
 
 // ErrLeaseLost is returned by every write of an attempt that no longer holds
@@ -49,6 +50,9 @@ type Claimed struct {
 	// recorded on: every attempt, on any worker and whatever its own clock
 	// says, counts the run's time limit from the same start.
 	Elapsed time.Duration
+	// Origin is the trace context of the request (or tool call) that
+	// started the run; empty when it was not traced.
+	Origin tracing.Origin
 }
 
 // Claim claims up to n runs for worker, each in a new attempt whose lease
@@ -82,6 +86,7 @@ func (s *Service) Claim(ctx context.Context, worker string, n int, lease time.Du
 			CheckpointKey: r.CheckpointKey,
 			FirstAttempt:  r.AttemptCount == 1,
 			Elapsed:       time.Duration(row.ElapsedSeconds * float64(time.Second)),
+			Origin:        tracing.Origin{TraceParent: row.Traceparent, TraceState: row.Tracestate},
 		}
 		s.pub.Publish(ctx, r.ThreadID, []Event{{ThreadID: r.ThreadID, Seq: row.EventSeq, Type: EventRunStatus, RunID: &r.ID,
 			At: row.EventAt, Data: row.EventData}})

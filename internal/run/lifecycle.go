@@ -91,6 +91,8 @@ func (l *lifecycle) startRun(ctx context.Context, tx pgx.Tx, th db.Thread, in db
 		ID: id.New(id.Run), WorkspaceID: th.WorkspaceID, ThreadID: th.ID, InputID: &in.ID, AgentID: th.AgentID,
 		RevisionID: rev.ID, ModelKey: cfg.Model, SkillRevisions: skillJSON, MaxAttempts: l.maxAttempts,
 		CreatedByID: in.CreatedByID, ParentCallID: parentCallID,
+		// The run continues the trace of the request that posted its input.
+		Traceparent: in.Traceparent, Tracestate: in.Tracestate,
 	}
 	if parent != nil {
 		root, depth := treeOf(*parent)
@@ -257,14 +259,16 @@ func (l *lifecycle) emitIdle(ctx context.Context, tx pgx.Tx, th db.Thread) error
 	}})
 }
 
-// emit emits a run webhook event with the run's ids and status.
+// emit emits a run webhook event with the run's ids, status and error (the
+// contract's RunWebhookData; RunClaim writes run.started's in SQL, the same).
 func (l *lifecycle) emit(ctx context.Context, tx pgx.Tx, typ string, r db.Run) error {
+	var failure json.RawMessage // null when the run has no error
+	if len(r.Error) > 0 {
+		failure = json.RawMessage(r.Error)
+	}
 	data := map[string]any{
 		"run_id": r.ID, "thread_id": r.ThreadID, "agent_id": r.AgentID, "revision_id": r.RevisionID,
-		"status": r.Status, "attempts_used": r.AttemptsUsed,
-	}
-	if len(r.Error) > 0 {
-		data["error"] = json.RawMessage(r.Error)
+		"status": r.Status, "attempts_used": r.AttemptsUsed, "error": failure,
 	}
 	return webhook.Emit(ctx, tx, r.WorkspaceID, webhook.Event{Type: typ, Data: data})
 }

@@ -165,7 +165,7 @@ func (s *Service) post(ctx context.Context, tx pgx.Tx, c *auth.Caller, th db.Thr
 			return Posted{}, err
 		}
 	}
-	in, err := s.q.InputInsert(ctx, tx, db.InputInsertParams{ID: id.New(id.Input), WorkspaceID: c.WorkspaceID, ThreadID: th.ID, Content: content, CreatedByID: c.PrincipalID})
+	in, err := s.q.InputInsert(ctx, tx, traced(ctx, db.InputInsertParams{ID: id.New(id.Input), WorkspaceID: c.WorkspaceID, ThreadID: th.ID, Content: content, CreatedByID: c.PrincipalID}))
 	if err != nil {
 		return Posted{}, err
 	}

@@ -55,8 +55,8 @@ func (s *Service) StartChild(ctx context.Context, l Lease, callID, agentID, task
 		if err != nil {
 			return refusal(dbx.Translate(err, "agent"))
 		}
-		in, err := s.q.InputInsert(ctx, sp, db.InputInsertParams{ID: id.New(id.Input), WorkspaceID: parent.WorkspaceID,
-			ThreadID: th.ID, Content: task, CreatedByID: parent.CreatedByID})
+		in, err := s.q.InputInsert(ctx, sp, traced(ctx, db.InputInsertParams{ID: id.New(id.Input), WorkspaceID: parent.WorkspaceID,
+			ThreadID: th.ID, Content: task, CreatedByID: parent.CreatedByID}))
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/run"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // Defaults of a Hub.
@@ -252,6 +253,7 @@ func (h *Hub) deliver(res []redis.XStream, byKey map[string]*tail) {
 			var head struct {
 				Seq  int64  `json:"seq"`
 				Type string `json:"type"`
+				At   string `json:"at"`
 			}
 			if err := json.Unmarshal([]byte(raw), &head); err != nil || head.Seq != seq || head.Type == "" {
 				// A damaged entry: readers see a gap and read PostgreSQL.
@@ -259,8 +261,9 @@ func (h *Hub) deliver(res []redis.XStream, byKey map[string]*tail) {
 				continue
 			}
 			it := Item{Seq: seq, Type: head.Type, JSON: []byte(raw)}
-			if typ := run.EventType(head.Type); typ != head.Type {
-				// An older replica's entry: send it under the type it reads as.
+			if typ := run.EventType(head.Type); typ != head.Type || !timestamp.IsFormatted(head.At) {
+				// An older replica's entry: send it under the type it reads
+				// as, its time in the written form.
 				var e run.Event
 				var err error
 				if err = json.Unmarshal([]byte(raw), &e); err == nil {

@@ -44,7 +44,7 @@ func seqOf(id string) (int64, bool) {
 }
 
 // Item is an event ready to send: its sequence number, its type and its JSON
-// (the contract's Event: seq, type, run_id, at in UTC, data). The hub keeps
+// (the contract's Event, as run.Event encodes it). The hub keeps
 // items, so an event live on a thread is encoded once, not once per reader.
 type Item struct {
 	Seq  int64
@@ -54,7 +54,6 @@ type Item struct {
 
 // ItemOf encodes an event.
 func ItemOf(e run.Event) (Item, error) {
-	e.At = e.At.UTC()
 	b, err := json.Marshal(e)
 	if err != nil {
 		return Item{}, fmt.Errorf("encode event %d of thread %s: %w", e.Seq, e.ThreadID, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/svcdev/svc/internal/id"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/stream"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 func TestMain(m *testing.M) {
@@ -109,9 +110,7 @@ func (s *sink) expect(t *testing.T, from, to int64) {
 			require.NoError(t, json.Unmarshal(it.JSON, &e))
 			require.Equal(t, map[string]any{"text": fmt.Sprintf("t%d", want)}, e["data"])
 			require.EqualValues(t, want, e["seq"])
-			at, err := time.Parse(time.RFC3339Nano, e["at"].(string))
-			require.NoError(t, err)
-			require.Equal(t, time.UTC, at.Location(), "times are in UTC")
+			require.True(t, timestamp.IsFormatted(e["at"].(string)), "UTC, six fractional digits: %s", e["at"])
 		case <-time.After(5 * time.Second):
 			t.Fatalf("event %d never arrived", want)
 		}
@@ -352,6 +351,26 @@ func TestFollowSendsAnOldReplicasErrorEventAsRunError(t *testing.T) {
 		require.NoError(t, json.Unmarshal(it.JSON, &e))
 		require.Equal(t, "run.error", e["type"])
 		require.Equal(t, map[string]any{"code": "attempt_failed", "message": "boom", "retrying": true}, e["data"])
+	case <-time.After(5 * time.Second):
+		t.Fatal("the event never arrived")
+	}
+	cancel()
+	require.NoError(t, wait())
+}
+
+// An entry a replica of an older build wrote, its time in another form, is
+// sent with the time in the written form.
+func TestFollowRewritesAnOldReplicasTime(t *testing.T) {
+	t.Parallel()
+	f := setup(t, stream.Options{Heartbeat: time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s, wait := f.follow(t, ctx, "th_a", 0)
+	raw := `{"seq":1,"type":"message.delta","run_id":"run_1","at":"2026-01-02T03:04:05.12Z","data":{"text":"hi"}}`
+	require.NoError(t, f.rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream.Key(f.prefix, "th_a"), ID: "1-0", Values: []any{"e", raw}}).Err())
+	select {
+	case it := <-s.ch:
+		require.JSONEq(t, `{"seq":1,"type":"message.delta","run_id":"run_1","at":"2026-01-02T03:04:05.120000Z","data":{"text":"hi"}}`, string(it.JSON))
 	case <-time.After(5 * time.Second):
 		t.Fatal("the event never arrived")
 	}

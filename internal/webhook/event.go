@@ -9,6 +9,7 @@ import (
 
 	"github.com/svcdev/svc/gen/db"
 	"github.com/svcdev/svc/internal/outbox"
+	"github.com/svcdev/svc/internal/timestamp"
 )
 
 // Event types (docs/decisions/0022-webhooks.md), named noun.verb. Run, thread and
@@ -59,7 +60,8 @@ type Event struct {
 // Body is the JSON body of a delivery: the event as POSTed to subscribers.
 type Body struct {
 	Type string `json:"type"`
-	// Timestamp is the event's time, RFC 3339 in UTC with fractional seconds.
+	// Timestamp is the event's time, RFC 3339 in UTC with six fractional
+	// digits (timestamp.Format).
 	Timestamp string          `json:"timestamp"`
 	Data      json.RawMessage `json:"data"`
 }
@@ -107,7 +109,7 @@ func encodeBody(e Event) (json.RawMessage, error) {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	raw, err := json.Marshal(Body{Type: e.Type, Timestamp: at.UTC().Format(time.RFC3339Nano), Data: data})
+	raw, err := json.Marshal(Body{Type: e.Type, Timestamp: timestamp.Format(at), Data: data})
 	if err != nil {
 		return nil, fmt.Errorf("encode %s body: %w", e.Type, err)
 	}

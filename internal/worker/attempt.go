@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svcdev/svc/internal/agentloop"
 	"github.com/svcdev/svc/internal/run"
 )
@@ -32,11 +34,14 @@ type attempt struct {
 	// delete, for its end to queue their deletion. The loop's goroutine
 	// appends; settle reads once Execute returned.
 	unrecorded []string
+	// span is the attempt's span; nil without tracing.
+	span trace.Span
 }
 
 func newAttempt(w *Worker, c run.Claimed) *attempt {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	a := &attempt{w: w, c: c, ctx: ctx, cancelFn: cancel, log: w.log.With("run_id", c.Lease.RunID, "attempt_id", c.Lease.AttemptID,
+	ctx, span := traceAttempt(context.Background(), w.opts.Tracer, c)
+	ctx, cancel := context.WithCancelCause(ctx)
+	a := &attempt{w: w, c: c, ctx: ctx, cancelFn: cancel, span: span, log: w.log.With("run_id", c.Lease.RunID, "attempt_id", c.Lease.AttemptID,
 		"attempt", c.Lease.Number, "workspace_id", c.Lease.WorkspaceID, "thread_id", c.Lease.ThreadID)}
 	a.step.Store(c.Run.Step)
 	return a
@@ -61,6 +66,7 @@ func (a *attempt) run() {
 	close(stopRenew)
 	<-renewed
 	a.settle(out, err)
+	endAttemptSpan(a.span, out, err, context.Cause(a.ctx))
 }
 
 // renew extends the lease every third of it. A refused renewal, or none
@@ -107,7 +113,7 @@ func (a *attempt) renew(stop <-chan struct{}) {
 
 // settle ends the attempt as its execution ended.
 func (a *attempt) settle(out agentloop.Outcome, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), settleTimeout)
 	defer cancel()
 	l, step := a.c.Lease, a.step.Load()
 	l.Unrecorded = a.unrecorded

@@ -80,14 +80,16 @@ type benchEnv struct {
 	prom *prometheus.Registry
 }
 
-func newBenchEnv(b *testing.B, storeKind string, script []llmtest.Turn) *benchEnv {
+// newBenchEnv makes the environment; poolOpts edit the pool's
+// configuration after the statement counter is set.
+func newBenchEnv(b *testing.B, storeKind string, script []llmtest.Turn, poolOpts ...func(*pgxpool.Config)) *benchEnv {
 	b.Helper()
-	return newBenchEnvWith(b, storeKind, script, false)
+	return newBenchEnvWith(b, storeKind, script, false, poolOpts...)
 }
 
 // newBenchEnvWith is newBenchEnv, with the process's metrics recorded when
 // instrumented.
-func newBenchEnvWith(b *testing.B, storeKind string, script []llmtest.Turn, instrumented bool) *benchEnv {
+func newBenchEnvWith(b *testing.B, storeKind string, script []llmtest.Turn, instrumented bool, poolOpts ...func(*pgxpool.Config)) *benchEnv {
 	b.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
@@ -102,6 +104,9 @@ func newBenchEnvWith(b *testing.B, storeKind string, script []llmtest.Turn, inst
 	pcfgPool.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleInTx.Milliseconds(), 10)
 	tracer := &sqlTracer{claimStart: map[*pgx.Conn]time.Time{}}
 	pcfgPool.ConnConfig.Tracer = tracer
+	for _, o := range poolOpts {
+		o(pcfgPool)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfgPool)
 	require.NoError(b, err)
 	b.Cleanup(pool.Close)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svcdev/svc/internal/agent"
 	"github.com/svcdev/svc/internal/agentloop"
 	"github.com/svcdev/svc/internal/checkpoint"
@@ -60,6 +62,9 @@ type ExecutorDeps struct {
 	// tool calls; nil counts nothing.
 	ModelMetrics *llm.Metrics
 	ToolMetrics  *tool.Metrics
+	// Tracer, when set, makes spans of each step, model call and tool
+	// call (tracing.go).
+	Tracer trace.Tracer
 }
 
 // Executor runs one attempt of a run: it loads the run's configuration and
@@ -161,8 +166,9 @@ func (e *Executor) spec(ctx context.Context, c run.Claimed, rc tool.RunContext) 
 	// (run.Claimed.Elapsed); the worker's own clock only measures what is
 	// left of it.
 	deadline := e.now().Add(time.Duration(cfg.Limits.TimeoutSeconds)*time.Second - c.Elapsed)
+	tools = traceTools(tools, e.d.Tracer)
 	spec := agentloop.Spec{
-		Model: m.Model, ModelName: m.Name, System: system, Tools: tools,
+		Model: traceModel(m.Model, e.d.Tracer, m.ProviderType), ModelName: m.Name, System: system, Tools: tools, Tracer: e.d.Tracer,
 		Limits: agentloop.Limits{
 			MaxSteps: cfg.Limits.MaxSteps, MaxTokens: int64(cfg.Limits.MaxTokens),
 			Deadline: deadline, Now: e.now,

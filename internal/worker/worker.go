@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svcdev/svc/internal/pglisten"
 	"github.com/svcdev/svc/internal/run"
@@ -46,6 +47,8 @@ type Options struct {
 	Gather time.Duration
 	// Metrics count the worker's slots and attempts; nil counts nothing.
 	Metrics *Metrics
+	// Tracer, when set, makes a span of each attempt (tracing.go).
+	Tracer trace.Tracer
 }
 
 // Worker claims and executes runs.

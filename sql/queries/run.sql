@@ -25,8 +25,8 @@ UPDATE thread SET active_run_id = sqlc.narg('run_id'), updated_at = now() WHERE 
 UPDATE thread SET environment_id = @environment_id, updated_at = now() WHERE id = @id;
 
 -- name: InputInsert :one
-INSERT INTO thread_input (id, workspace_id, thread_id, content, created_by_id)
-VALUES (@id, @workspace_id, @thread_id, @content, @created_by_id)
+INSERT INTO thread_input (id, workspace_id, thread_id, content, created_by_id, traceparent, tracestate)
+VALUES (@id, @workspace_id, @thread_id, @content, @created_by_id, sqlc.narg('traceparent'), sqlc.narg('tracestate'))
 RETURNING *;
 
 -- name: InputGet :one
@@ -62,9 +62,10 @@ LIMIT @page_limit;
 
 -- name: RunInsert :one
 INSERT INTO run (id, workspace_id, thread_id, input_id, agent_id, revision_id, model_key, skill_revisions,
-    parent_run_id, parent_call_id, root_run_id, depth, max_attempts, created_by_id)
+    parent_run_id, parent_call_id, root_run_id, depth, max_attempts, created_by_id, traceparent, tracestate)
 VALUES (@id, @workspace_id, @thread_id, sqlc.narg('input_id'), @agent_id, @revision_id, @model_key, @skill_revisions,
-    sqlc.narg('parent_run_id'), sqlc.narg('parent_call_id'), sqlc.narg('root_run_id'), @depth, @max_attempts, @created_by_id)
+    sqlc.narg('parent_run_id'), sqlc.narg('parent_call_id'), sqlc.narg('root_run_id'), @depth, @max_attempts, @created_by_id,
+    sqlc.narg('traceparent'), sqlc.narg('tracestate'))
 RETURNING *;
 
 -- name: RunGet :one
@@ -111,8 +112,10 @@ SELECT pg_advisory_xact_lock(hashtextextended('svc.run_claim', 0));
 -- joins over the whole table;
 -- and, for each, its attempt row, its run.status event after the thread's
 -- last one, and on a first attempt one run.started webhook delivery per
--- subscription that wants it (FOR KEY SHARE, as webhook.Emit does). It
--- answers the leased runs with their event's number, time and data.
+-- subscription that wants it (FOR KEY SHARE, as webhook.Emit does), its
+-- body as webhook.Emit and lifecycle.emit write one (timestamp in UTC with
+-- six fractional digits, as package timestamp writes it). It answers the
+-- leased runs with their event's number, time and data.
 -- name: RunClaim :many
 WITH RECURSIVE ws AS (
     (SELECT r.workspace_id FROM run r
@@ -189,7 +192,8 @@ WITH RECURSIVE ws AS (
         jsonb_build_object('type', 'run.started',
             'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
             'data', jsonb_build_object('run_id', leased.id, 'thread_id', leased.thread_id, 'agent_id', leased.agent_id,
-                'revision_id', leased.revision_id, 'status', leased.status, 'attempts_used', leased.attempts_used)),
+                'revision_id', leased.revision_id, 'status', leased.status, 'attempts_used', leased.attempts_used,
+                'error', leased.error)),
         subs.id, 'run.started'
     FROM leased
     JOIN subs ON subs.workspace_id = leased.workspace_id
@@ -203,7 +207,7 @@ SELECT leased.id, leased.workspace_id, leased.thread_id, leased.input_id, leased
     leased.attempts_used, leased.max_attempts, leased.attempt_count, leased.lease_attempt_id, leased.lease_worker,
     leased.lease_expires_at, leased.ready_at, leased.cancel_requested_at, leased.checkpoint_key, leased.step,
     leased.usage, leased.error, leased.created_by_id, leased.created_at, leased.started_at, leased.finished_at,
-    leased.updated_at, leased.waiting_calls, leased.approval_waited_seconds,
+    leased.updated_at, leased.waiting_calls, leased.approval_waited_seconds, leased.traceparent, leased.tracestate,
     events.seq AS event_seq, events.at AS event_at, events.data AS event_data,
     (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM wake)::int AS hooks,
     (extract(epoch FROM now() - coalesce(leased.started_at, now())) - leased.approval_waited_seconds)::float8 AS elapsed_seconds
