@@ -71,22 +71,24 @@ func follow(ctx context.Context, api *client.ClientWithResponses, threadID, runI
 			if f.data == "" {
 				return true, nil
 			}
+			// A frame's id is its event's seq, gap-free per thread.
+			seq, err := strconv.ParseInt(f.id, 10, 64)
+			if err != nil || seq != last+1 {
+				return false, fmt.Errorf("event id %q after %d: the stream skipped or repeated one", f.id, last)
+			}
 			var ev client.Event
 			if err := json.Unmarshal([]byte(f.data), &ev); err != nil {
 				return false, fmt.Errorf("event %s: %w", f.id, err)
 			}
-			if ev.Seq != last+1 || f.id != strconv.FormatInt(ev.Seq, 10) {
-				return false, fmt.Errorf("event id %s (seq %d) after %d: the stream skipped or repeated one", f.id, ev.Seq, last)
-			}
-			last = ev.Seq
+			last = seq
 			received++
 			text, final, err := describe(ev, runID)
 			if err != nil {
-				return false, err
+				return false, fmt.Errorf("event %s: %w", f.id, err)
 			}
-			fmt.Printf("  %d %s %s\n", ev.Seq, ev.Type, text)
-			if ev.Type == client.EventTypeMessageCompleted && text != "" {
-				answer = strings.TrimPrefix(text, "assistant: ")
+			fmt.Printf("  %d %s %s\n", seq, f.event, text)
+			if after, ok := strings.CutPrefix(text, "assistant: "); ok && f.event == "message.completed" {
+				answer = after
 			}
 			if final {
 				finished = true
@@ -124,48 +126,46 @@ func follow(ctx context.Context, api *client.ClientWithResponses, threadID, runI
 	return answer, nil
 }
 
-// describe renders an event for the log, switching on its type for the
-// shape of its data, and says whether it ends run runID. A type this client
-// does not know is shown as such and skipped: the service may add types.
+// describe renders an event for the log and says whether it ends run
+// runID. The event is a union discriminated by its type: the generated
+// ValueByDiscriminator answers the variant of that type (RunStatusEvent,
+// MessageDeltaEvent, ...) with its own data. A type this client does not
+// know is shown as such and skipped: the service may add types.
 func describe(ev client.Event, runID string) (text string, final bool, err error) {
-	switch ev.Type {
-	case client.EventTypeRunStatus:
-		d, err := ev.Data.AsRunStatusEventData()
-		if err != nil {
-			return "", false, err
+	v, err := ev.ValueByDiscriminator()
+	if v == nil {
+		kind, _ := ev.Discriminator()
+		return fmt.Sprintf("%s: a type this client does not know", kind), false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	switch e := v.(type) {
+	case client.RunStatusEvent:
+		s := e.Data.Status
+		final = e.RunId == runID && (s == client.RunStatusSucceeded || s == client.RunStatusFailed || s == client.RunStatusCancelled)
+		return string(s), final, nil
+	case client.MessageDeltaEvent:
+		return strconv.Quote(e.Data.Text), false, nil
+	case client.MessageCompletedEvent:
+		if e.Data.Role != client.MessageCompletedEventDataRoleAssistant {
+			return string(e.Data.Role), false, nil
 		}
-		id, _ := ev.RunId.Get()
-		final = id == runID && (d.Status == client.RunStatusSucceeded || d.Status == client.RunStatusFailed || d.Status == client.RunStatusCancelled)
-		return string(d.Status), final, nil
-	case client.EventTypeMessageDelta:
-		d, err := ev.Data.AsMessageDeltaEventData()
-		return strconv.Quote(d.Text), false, err
-	case client.EventTypeMessageCompleted:
-		d, err := ev.Data.AsMessageCompletedEventData()
-		if err != nil || d.Role != client.MessageRoleAssistant {
-			return "", false, err
-		}
-		return "assistant: " + d.Content, false, nil
-	case client.EventTypeToolCall:
-		d, err := ev.Data.AsToolCallEventData()
-		return d.Name + " " + d.Arguments, false, err
-	case client.EventTypeToolResult:
-		d, err := ev.Data.AsToolResultEventData()
-		return fmt.Sprintf("%s (error: %t)", d.Name, d.IsError), false, err
-	case client.EventTypeApprovalRequested:
-		d, err := ev.Data.AsApprovalRequestedEventData()
-		return fmt.Sprintf("%s waits for a decision (%ds)", d.Name, d.TimeoutSeconds), false, err
-	case client.EventTypeApprovalDecided:
-		d, err := ev.Data.AsApprovalDecidedEventData()
-		return fmt.Sprintf("%s: %s", d.Name, d.Decision), false, err
-	case client.EventTypeContextCompacted:
-		d, err := ev.Data.AsContextCompactedEventData()
-		return fmt.Sprintf("%d messages summarized", d.ReplacedMessages), false, err
-	case client.EventTypeRunError:
-		d, err := ev.Data.AsErrorEventData()
-		return fmt.Sprintf("%s: %s (retrying: %t)", d.Code, d.Message, d.Retrying), false, err
+		return "assistant: " + e.Data.Content, false, nil
+	case client.ToolCallEvent:
+		return e.Data.Name + " " + e.Data.Arguments, false, nil
+	case client.ToolResultEvent:
+		return fmt.Sprintf("%s (error: %t)", e.Data.Name, e.Data.IsError), false, nil
+	case client.ApprovalRequestedEvent:
+		return fmt.Sprintf("%s waits for a decision (%ds)", e.Data.Name, e.Data.TimeoutSeconds), false, nil
+	case client.ApprovalDecidedEvent:
+		return fmt.Sprintf("%s: %s", e.Data.Name, e.Data.Decision), false, nil
+	case client.ContextCompactedEvent:
+		return fmt.Sprintf("%d messages summarized", e.Data.ReplacedMessages), false, nil
+	case client.RunErrorEvent:
+		return fmt.Sprintf("%s: %s (retrying: %t)", e.Data.Code, e.Data.Message, e.Data.Retrying), false, nil
 	default:
-		return "(a type this client does not know)", false, nil
+		return fmt.Sprintf("%T: a variant this client does not handle", v), false, nil
 	}
 }
 
