@@ -202,22 +202,33 @@ const disconnectAfter = 2;
 // run's last assistant message: first until disconnectAfter events, then
 // on a new connection from the last id seen.
 async function follow(threadId: string, runId: string): Promise<string> {
-  const seen = { last: 0, answer: "" };
+  const seen: Seen = { last: 0, unknown: 0, answer: "" };
   const first = await stream(threadId, runId, seen, disconnectAfter);
   if (first === "closed") {
     console.log(`stream: closed after event ${seen.last} on purpose; resuming with Last-Event-ID: ${seen.last}`);
     await stream(threadId, runId, seen, Infinity);
   }
-  console.log(`stream: events 1 to ${seen.last}, none missed or repeated`);
+  const unknown = seen.unknown > 0 ? ` (${seen.unknown} of types this client does not know)` : "";
+  console.log(`stream: events 1 to ${seen.last}, none missed or repeated${unknown}`);
   return seen.answer;
+}
+
+// Seen is what follow has read: the last event's seq, how many events of
+// other types it did not get, and the run's last assistant message.
+interface Seen {
+  last: number;
+  unknown: number;
+  answer: string;
 }
 
 // stream opens the thread's stream after seen.last and reads it until run
 // runId ends ("done") or limit events came ("closed"). EventSource
 // reconnects by itself, with Last-Event-ID, when the service ends the
 // stream (it does so, after a retry: hint, when it shuts down or loses its
-// in-memory store); the bearer header goes through its fetch.
-function stream(threadId: string, runId: string, seen: { last: number; answer: string }, limit: number): Promise<"done" | "closed"> {
+// in-memory store); the bearer header goes through its fetch. Only the
+// types with a listener reach it, so a seq past the next one counts events
+// of types a newer service added; one at or before the last is a repeat.
+function stream(threadId: string, runId: string, seen: Seen, limit: number): Promise<"done" | "closed"> {
   const url = `${baseUrl}/api/v1/threads/${encodeURIComponent(threadId)}/stream`;
   const resumeFrom: Record<string, string> = seen.last > 0 ? { "Last-Event-ID": String(seen.last) } : {};
   let refused: ApiError | undefined;
@@ -240,9 +251,10 @@ function stream(threadId: string, runId: string, seen: { last: number; answer: s
     for (const type of eventTypes) {
       es.addEventListener(type, (msg) => {
         const e: Event = JSON.parse(msg.data);
-        if (e.seq !== seen.last + 1 || msg.lastEventId !== String(e.seq)) {
-          return stop(new Error(`event id ${msg.lastEventId} (seq ${e.seq}) after ${seen.last}: the stream skipped or repeated one`));
+        if (e.seq <= seen.last || msg.lastEventId !== String(e.seq)) {
+          return stop(new Error(`event id ${msg.lastEventId} (seq ${e.seq}) after ${seen.last}: the stream repeated one`));
         }
+        seen.unknown += e.seq - seen.last - 1;
         seen.last = e.seq;
         received++;
         const { text, final } = describe(e, runId);
