@@ -11,7 +11,7 @@ GOTOOL := go tool -modfile=tools/go.mod
 # sqlc's parser uses cgo.
 export CGO_ENABLED ?= 1
 
-.PHONY: all build static install check-deploy run test bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated check-history lint-contract vet fmt services clean
+.PHONY: all build static install check-deploy run test bench bench/go bench/agents bench/assets bench/outbox bench/streams bench/runs bench/bodies generate generate/api generate/sqlc check-generated check-history check-examples lint-contract vet fmt services clean
 
 all: build
 
@@ -131,8 +131,16 @@ check-history:
 lint-contract:
 	scripts/lint-contract.sh
 
+## check-examples: the client examples of docs/examples (Go and TypeScript) built,
+## type-checked and run against a real svc (scripts/check-examples.sh; make test runs
+## the same test)
+check-examples:
+	scripts/check-examples.sh
+
+## vet: go vet on the service's module and on the Go client example's own module
 vet:
 	go vet ./...
+	cd docs/examples/go && go vet ./...
 
 fmt:
 	gofmt -l -w $$(git ls-files '*.go' | grep -v '^gen/')

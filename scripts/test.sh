@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test with the race detector against real servers: starts the private
 # PostgreSQL, Redis and S3 server (installing or building them if missing) and
-# installs Chromium for the API-page browser test and promtool for the
-# observability checks. Extra arguments go to
+# installs Chromium for the API-page browser test, promtool for the
+# observability checks and the TypeScript client example's npm packages
+# (scripts/check-examples.sh install). Extra arguments go to
 # `go test` (default ./...).
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -16,6 +17,8 @@ if [[ ${SVCDEV_SKIP_BROWSER_TESTS:-} != 1 ]]; then
 fi
 # promtool checks the metrics, the dashboard and the alert rules (deploy/observability).
 scripts/install-promtool.sh
+# TestExamples (docs/examples) type-checks and runs the TypeScript client example.
+scripts/check-examples.sh install
 
 # No SVC_ configuration from the caller's shell may leak into the tests.
 while IFS= read -r var; do unset "$var"; done < <(env | sed -n 's/^\(SVC_[A-Z0-9_]*\)=.*/\1/p')
