@@ -76,8 +76,13 @@ func TestBrowserAdminInspectsAFailedDeliveryAndRedeliversIt(t *testing.T) {
 	// The endpoint is back: redeliver, and the delivery is delivered.
 	recv.Respond(http.StatusNoContent, "")
 	c.clickText(`button`, "^Redeliver$")
+	// The redirect's notice says the redelivery is recorded; reloading
+	// before it would abort the form's request.
+	c.elText(`p.notice`, "queued again")
+	redeliver, cancelRedeliver := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancelRedeliver()
 	require.Eventually(t, func() bool {
-		require.NoError(t, b.h.App.Outbox.Deliver(ctx))
+		require.NoError(t, b.h.App.Outbox.Deliver(redeliver))
 		c.reload()
 		has, _, _ := c.page.HasR(`.status`, "^delivered$")
 		return has
