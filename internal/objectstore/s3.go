@@ -179,10 +179,28 @@ func (s *S3Store) Get(ctx context.Context, key string, offset, length int64) (io
 	// Core's GetObject sends the request now, so a missing object is an
 	// error here rather than at the first Read.
 	body, _, _, err := s.core.GetObject(ctx, s.bucket, name, opts)
+	for try := 0; err != nil && try < s3UnparsedRetries && unparsedRequest(err); try++ {
+		body, _, _, err = s.core.GetObject(ctx, s.bucket, name, opts)
+	}
 	if err != nil {
 		return nil, s.translate("get", key, err)
 	}
 	return body, nil
+}
+
+// s3UnparsedRetries is how many more times Get sends a request the server
+// said it could not parse.
+const s3UnparsedRetries = 2
+
+// unparsedRequest reports whether the server answered that it could not
+// parse the request's head (400 BadRequest). A GET has no body and its head
+// is well formed, so the cause is the connection it travelled on (S3 servers
+// built on fasthttp, such as versitygw, can leave part of an earlier request
+// unread on a kept-alive connection); the server closes that connection,
+// and the GET is safe to send again on another.
+func unparsedRequest(err error) bool {
+	resp := minio.ToErrorResponse(err)
+	return resp.StatusCode == http.StatusBadRequest && resp.Code == "BadRequest"
 }
 
 // Stat implements Store.

@@ -2,8 +2,14 @@ package objectstore_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,4 +89,42 @@ func TestS3StoreCheck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	require.Error(t, s.Check(ctx))
+}
+
+// A GET the server could not parse (400 BadRequest: a fasthttp-based server
+// read part of an earlier request left on a kept-alive connection) is sent
+// again, and the read succeeds.
+func TestS3StoreGetRetriesAnUnparsedRequest(t *testing.T) {
+	t.Parallel()
+	cfg := objectstoretest.S3Config(t)
+	target, err := url.Parse("http://" + cfg.Endpoint)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var refused atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/ws/ws_test/assets/a") && refused.Add(1) <= 2 {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>BadRequest</Code>`+
+				`<Message>An error occurred when parsing the HTTP request.</Message></Error>`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	cfg.Endpoint = strings.TrimPrefix(front.URL, "http://")
+	s, err := objectstore.OpenS3(cfg)
+	require.NoError(t, err)
+	key, err := objectstore.Key("ws_test", "assets", "a")
+	require.NoError(t, err)
+	_, err = s.Put(t.Context(), key, strings.NewReader("hello"), 5, objectstore.PutOptions{})
+	require.NoError(t, err)
+
+	r, err := s.Get(t.Context(), key, 0, -1)
+	require.NoError(t, err)
+	b, err := io.ReadAll(r)
+	require.NoError(t, r.Close())
+	require.NoError(t, err)
+	require.Equal(t, "hello", string(b))
+	require.EqualValues(t, 3, refused.Load(), "refused twice, then read")
 }
