@@ -20,6 +20,7 @@ import (
 	"github.com/svcdev/svc/internal/apitest"
 	"github.com/svcdev/svc/internal/config"
 	"github.com/svcdev/svc/internal/metrics"
+	"github.com/svcdev/svc/internal/metrics/metricstest"
 	"github.com/svcdev/svc/internal/testfactory"
 )
 
@@ -269,24 +270,13 @@ func TestBodiesWithoutCredentialsAreBounded(t *testing.T) {
 	require.Zero(t, gauge(t, m, "svc_http_unauthenticated_bodies"))
 }
 
-// gauge is the value of the process's metric name (a gauge or a counter).
+// gauge is the value of the process's metric name (a gauge or a counter
+// without labels).
 func gauge(t *testing.T, m *metrics.Metrics, name string) float64 {
 	t.Helper()
-	families, err := m.Registry.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, x := range f.GetMetric() {
-			if x.GetGauge() != nil {
-				return x.GetGauge().GetValue()
-			}
-			return x.GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	samples := metricstest.Samples(t, m.Registry)
+	require.Contains(t, samples, name)
+	return samples[name]
 }
 
 // TestOneClientCannotHoldEveryUnauthenticatedSlot: one client address

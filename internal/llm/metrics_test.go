@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
+	"github.com/svcdev/svc/internal/metrics/metricstest"
 )
 
 func TestCallResult(t *testing.T) {
@@ -57,44 +57,17 @@ func TestInstrumentedModel(t *testing.T) {
 	_, err = m.Stream(t.Context(), again, func(llm.Event) error { return nil })
 	require.Error(t, err)
 
-	value := func(name string, labels ...string) float64 {
-		fams, err := reg.Gather()
-		require.NoError(t, err)
-		for _, f := range fams {
-			if f.GetName() != name {
-				continue
-			}
-			for _, s := range f.GetMetric() {
-				if matches(s, labels) {
-					if s.Histogram != nil {
-						return float64(s.GetHistogram().GetSampleCount())
-					}
-					return s.GetCounter().GetValue()
-				}
-			}
-		}
-		t.Fatalf("no sample %s%v", name, labels)
-		return 0
+	got := metricstest.Samples(t, reg)
+	at := "api=chat_completions,provider_type=openai_compatible"
+	for name, want := range map[string]float64{
+		"svc_model_calls_total{" + at + ",result=ok}":           1,
+		"svc_model_calls_total{" + at + ",result=client_error}": 1,
+		"svc_model_call_duration_seconds{" + at + "}":           2,
+		"svc_model_tokens_total{" + at + ",type=input}":         float64(resp.Usage.InputTokens),
+		"svc_model_tokens_total{" + at + ",type=output}":        float64(resp.Usage.OutputTokens),
+	} {
+		require.Contains(t, got, name)
+		require.Equal(t, want, got[name], name)
 	}
-	at := []string{"api", "chat_completions", "provider_type", "openai_compatible"}
-	require.Equal(t, 1.0, value("svc_model_calls_total", append(at, "result", "ok")...))
-	require.Equal(t, 1.0, value("svc_model_calls_total", append(at, "result", "client_error")...))
-	require.Equal(t, 2.0, value("svc_model_call_duration_seconds", at...))
-	require.Equal(t, float64(resp.Usage.InputTokens), value("svc_model_tokens_total", append(at, "type", "input")...))
-	require.Equal(t, float64(resp.Usage.OutputTokens), value("svc_model_tokens_total", append(at, "type", "output")...))
 	require.Positive(t, resp.Usage.OutputTokens)
-}
-
-// matches reports whether s has the label pairs of labels (name, value...).
-func matches(s *dto.Metric, labels []string) bool {
-	have := map[string]string{}
-	for _, l := range s.GetLabel() {
-		have[l.GetName()] = l.GetValue()
-	}
-	for i := 0; i+1 < len(labels); i += 2 {
-		if have[labels[i]] != labels[i+1] {
-			return false
-		}
-	}
-	return len(have) == len(labels)/2
 }

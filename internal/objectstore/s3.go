@@ -68,13 +68,21 @@ func OpenS3(cfg S3Config) (*S3Store, error) {
 	if cfg.PathStyle {
 		lookup = minio.BucketLookupPath
 	}
+	transport := cfg.Transport
+	if transport == nil {
+		t, err := minio.DefaultTransport(cfg.UseTLS)
+		if err != nil {
+			return nil, fmt.Errorf("object store: s3 transport: %w", err)
+		}
+		transport = t
+	}
 	client, err := minio.New(cfg.Endpoint, &minio.Options{
 		Creds:        credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),
 		Secure:       cfg.UseTLS,
 		Region:       cfg.Region,
 		BucketLookup: lookup,
 		MaxRetries:   s3MaxRetries,
-		Transport:    cfg.Transport,
+		Transport:    resendUnparsed{next: transport},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("object store: s3 endpoint %q: %w", cfg.Endpoint, err)
@@ -90,6 +98,44 @@ func OpenS3(cfg S3Config) (*S3Store, error) {
 	}
 	desc += " at " + scheme + "://" + cfg.Endpoint
 	return &S3Store{client: client, core: minio.Core{Client: client}, bucket: cfg.Bucket, prefix: prefix, desc: desc}, nil
+}
+
+// s3UnparsedRetries is how many more times resendUnparsed sends a request.
+const s3UnparsedRetries = 2
+
+// resendUnparsed sends a GET, HEAD or DELETE without a body again, up to
+// s3UnparsedRetries times, while the server answers it 400 and closes the
+// connection ("Connection: close"): the answer of a server that could not
+// parse the request's head. The request is well formed, so the cause is the
+// connection it travelled on: an S3 server built on fasthttp, such as
+// versitygw, can leave part of an earlier request unread on a kept-alive
+// connection and read it as the start of the next one. fasthttp answers a
+// request it cannot parse on a connection it then closes (versitygw says 400
+// BadRequest, "An error occurred when parsing the HTTP request"), while
+// versitygw's other 400 answers keep the connection open. The status and the
+// closing are the signature for every method: a HEAD's answer has no body to
+// read, and versitygw sets x-amz-request-id on this answer as on any other.
+// The request is idempotent with nothing to replay: the refused answer's body
+// is drained and closed, its connection is not reused, and the request goes
+// out on another.
+type resendUnparsed struct{ next http.RoundTripper }
+
+func (t resendUnparsed) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodDelete:
+	default:
+		return resp, err
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		return resp, err
+	}
+	for try := 0; try < s3UnparsedRetries && err == nil && resp.StatusCode == http.StatusBadRequest && resp.Close; try++ {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		resp, err = t.next.RoundTrip(req)
+	}
+	return resp, err
 }
 
 // Describe implements Store.
@@ -179,28 +225,10 @@ func (s *S3Store) Get(ctx context.Context, key string, offset, length int64) (io
 	// Core's GetObject sends the request now, so a missing object is an
 	// error here rather than at the first Read.
 	body, _, _, err := s.core.GetObject(ctx, s.bucket, name, opts)
-	for try := 0; err != nil && try < s3UnparsedRetries && unparsedRequest(err); try++ {
-		body, _, _, err = s.core.GetObject(ctx, s.bucket, name, opts)
-	}
 	if err != nil {
 		return nil, s.translate("get", key, err)
 	}
 	return body, nil
-}
-
-// s3UnparsedRetries is how many more times Get sends a request the server
-// said it could not parse.
-const s3UnparsedRetries = 2
-
-// unparsedRequest reports whether the server answered that it could not
-// parse the request's head (400 BadRequest). A GET has no body and its head
-// is well formed, so the cause is the connection it travelled on (S3 servers
-// built on fasthttp, such as versitygw, can leave part of an earlier request
-// unread on a kept-alive connection); the server closes that connection,
-// and the GET is safe to send again on another.
-func unparsedRequest(err error) bool {
-	resp := minio.ToErrorResponse(err)
-	return resp.StatusCode == http.StatusBadRequest && resp.Code == "BadRequest"
 }
 
 // Stat implements Store.

@@ -91,19 +91,23 @@ func TestS3StoreCheck(t *testing.T) {
 	require.Error(t, s.Check(ctx))
 }
 
-// A GET the server could not parse (400 BadRequest: a fasthttp-based server
-// read part of an earlier request left on a kept-alive connection) is sent
-// again, and the read succeeds.
-func TestS3StoreGetRetriesAnUnparsedRequest(t *testing.T) {
-	t.Parallel()
+// unparsingFront opens a store on cfg's bucket through a proxy that, like a
+// server built on fasthttp (versitygw) reading part of an earlier request
+// left on a kept-alive connection, answers the first two requests of method
+// for the object ws_test/assets/a 400 BadRequest and closes their
+// connection. It answers the store, the object's key and how many such
+// requests reached the proxy.
+func unparsingFront(t *testing.T, method string) (*objectstore.S3Store, string, *atomic.Int32) {
+	t.Helper()
 	cfg := objectstoretest.S3Config(t)
 	target, err := url.Parse("http://" + cfg.Endpoint)
 	require.NoError(t, err)
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	var refused atomic.Int32
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/ws/ws_test/assets/a") && refused.Add(1) <= 2 {
+		if r.Method == method && strings.HasSuffix(r.URL.Path, "/ws/ws_test/assets/a") && refused.Add(1) <= 2 {
 			w.Header().Set("Content-Type", "application/xml")
+			w.Header().Set("Connection", "close")
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>BadRequest</Code>`+
 				`<Message>An error occurred when parsing the HTTP request.</Message></Error>`)
@@ -119,7 +123,13 @@ func TestS3StoreGetRetriesAnUnparsedRequest(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Put(t.Context(), key, strings.NewReader("hello"), 5, objectstore.PutOptions{})
 	require.NoError(t, err)
+	return s, key, &refused
+}
 
+// A GET the server could not parse is sent again, and the read succeeds.
+func TestS3StoreGetRetriesAnUnparsedRequest(t *testing.T) {
+	t.Parallel()
+	s, key, refused := unparsingFront(t, http.MethodGet)
 	r, err := s.Get(t.Context(), key, 0, -1)
 	require.NoError(t, err)
 	b, err := io.ReadAll(r)
@@ -127,4 +137,14 @@ func TestS3StoreGetRetriesAnUnparsedRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "hello", string(b))
 	require.EqualValues(t, 3, refused.Load(), "refused twice, then read")
+}
+
+// A HEAD the server could not parse is sent again, and the stat succeeds.
+func TestS3StoreStatRetriesAnUnparsedRequest(t *testing.T) {
+	t.Parallel()
+	s, key, refused := unparsingFront(t, http.MethodHead)
+	info, err := s.Stat(t.Context(), key)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, info.Size)
+	require.EqualValues(t, 3, refused.Load(), "refused twice, then answered")
 }

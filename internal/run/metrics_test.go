@@ -7,43 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcdev/svc/internal/metrics/metricstest"
 	"github.com/svcdev/svc/internal/run"
 )
-
-// gathered answers the value of each sample of reg, by family name and
-// label values (joined with ","): a counter's or gauge's value, a
-// histogram's count.
-func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	require.NoError(t, err)
-	out := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			key := f.GetName()
-			for _, l := range m.GetLabel() {
-				key += "," + l.GetValue()
-			}
-			out[key] = value(m)
-		}
-	}
-	return out
-}
-
-func value(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.GetCounter().GetValue()
-	case m.Gauge != nil:
-		return m.GetGauge().GetValue()
-	case m.Histogram != nil:
-		return float64(m.GetHistogram().GetSampleCount())
-	}
-	return 0
-}
 
 // Runs are counted by final status, and timed, once the transaction that
 // ended them committed, whoever ended them: a worker (Finish), a cancel of
@@ -58,9 +26,9 @@ func TestRunMetricsCountEndedRuns(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
-	got := gathered(t, reg)
-	require.Equal(t, 0.0, got["svc_runs_finished_total,succeeded"])
-	require.Contains(t, got, "svc_runs_finished_total,failed", "every final status is exported from the start")
+	got := metricstest.Samples(t, reg)
+	require.Equal(t, 0.0, got["svc_runs_finished_total{status=succeeded}"])
+	require.Contains(t, got, "svc_runs_finished_total{status=failed}", "every final status is exported from the start")
 
 	// A worker finishes one.
 	start()
@@ -82,12 +50,12 @@ func TestRunMetricsCountEndedRuns(t *testing.T) {
 	// A stale write changes nothing, and counts nothing.
 	require.ErrorIs(t, b.svc.Finish(ctx, claims[0].Lease, run.StatusSucceeded, nil, run.Usage{}, 1), run.ErrLeaseLost)
 
-	got = gathered(t, reg)
-	require.Equal(t, 1.0, got["svc_runs_finished_total,succeeded"])
-	require.Equal(t, 1.0, got["svc_runs_finished_total,cancelled"])
-	require.Equal(t, 1.0, got["svc_runs_finished_total,failed"])
-	require.Equal(t, 1.0, got["svc_runs_duration_seconds,succeeded"])
-	require.Equal(t, 1.0, got["svc_runs_duration_seconds,failed"])
+	got = metricstest.Samples(t, reg)
+	require.Equal(t, 1.0, got["svc_runs_finished_total{status=succeeded}"])
+	require.Equal(t, 1.0, got["svc_runs_finished_total{status=cancelled}"])
+	require.Equal(t, 1.0, got["svc_runs_finished_total{status=failed}"])
+	require.Equal(t, 1.0, got["svc_runs_duration_seconds{status=succeeded}"])
+	require.Equal(t, 1.0, got["svc_runs_duration_seconds{status=failed}"])
 	require.Equal(t, 1.0, got["svc_runs_lease_expiries_total"])
 }
 
@@ -101,7 +69,7 @@ func TestQueueCollectorReadsTheQueue(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(b.svc.QueueCollector(time.Second, slog.New(slog.NewTextHandler(io.Discard, nil))))
 
-	got := gathered(t, reg)
+	got := metricstest.Samples(t, reg)
 	require.Equal(t, map[string]float64{"svc_runs_queued": 0, "svc_runs_queued_oldest_seconds": 0, "svc_runs_running": 0}, got)
 
 	var ids []string
@@ -115,7 +83,7 @@ func TestQueueCollectorReadsTheQueue(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `UPDATE run SET ready_at = now() + interval '1 hour' WHERE id = $1`, ids[2])
 	require.NoError(t, err)
-	got = gathered(t, reg)
+	got = metricstest.Samples(t, reg)
 	require.Equal(t, 2.0, got["svc_runs_queued"])
 	require.GreaterOrEqual(t, got["svc_runs_queued_oldest_seconds"], 60.0)
 	require.Less(t, got["svc_runs_queued_oldest_seconds"], 3600.0)
@@ -124,7 +92,7 @@ func TestQueueCollectorReadsTheQueue(t *testing.T) {
 	claims, err := b.svc.Claim(ctx, "w1", 1, 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, ids[0], claims[0].Lease.RunID, "the oldest first")
-	got = gathered(t, reg)
+	got = metricstest.Samples(t, reg)
 	require.Equal(t, 1.0, got["svc_runs_queued"])
 	require.Less(t, got["svc_runs_queued_oldest_seconds"], 60.0)
 	require.Equal(t, 1.0, got["svc_runs_running"])

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcdev/svc/internal/llm"
 	"github.com/svcdev/svc/internal/llm/llmtest"
+	"github.com/svcdev/svc/internal/metrics/metricstest"
 	"github.com/svcdev/svc/internal/run"
 	"github.com/svcdev/svc/internal/tool"
 	"github.com/svcdev/svc/internal/worker"
@@ -43,42 +43,6 @@ func loggingLookup(ctx context.Context, rc tool.RunContext) ([]tool.Tool, error)
 			return tool.Result{Text: "found"}, nil
 		},
 	}}, nil
-}
-
-// samples answers the value of every sample of reg by family name and
-// label pairs ("name{a=x,b=y}"): a counter's or gauge's value, a
-// histogram's count.
-func samples(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	require.NoError(t, err)
-	out := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			key := f.GetName()
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			out[key] = sampleValue(m)
-		}
-	}
-	return out
-}
-
-func sampleValue(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.GetCounter().GetValue()
-	case m.Gauge != nil:
-		return m.GetGauge().GetValue()
-	case m.Histogram != nil:
-		return float64(m.GetHistogram().GetSampleCount())
-	}
-	return 0
 }
 
 // A run's log records carry its run, attempt, workspace and thread ids:
@@ -133,8 +97,8 @@ func TestRunLogsAndMetrics(t *testing.T) {
 
 	// The attempt's goroutine gives its slot back just after the run's end
 	// is recorded.
-	require.Eventually(t, func() bool { return samples(t, reg)["svc_worker_slots_busy"] == 0 }, 5*time.Second, 10*time.Millisecond)
-	m := samples(t, reg)
+	require.Eventually(t, func() bool { return metricstest.Samples(t, reg)["svc_worker_slots_busy"] == 0 }, 5*time.Second, 10*time.Millisecond)
+	m := metricstest.Samples(t, reg)
 	model := `api=chat_completions,provider_type=openai_compatible`
 	for name, want := range map[string]float64{
 		"svc_worker_slots":                                              2,
@@ -178,7 +142,7 @@ func TestDrainedAttemptIsCountedHandedOff(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, run.StatusRunning, got.Status, "handed back, the run waits for a worker")
 	require.EqualValues(t, 0, got.AttemptsUsed)
-	m := samples(t, reg)
+	m := metricstest.Samples(t, reg)
 	require.Equal(t, 1.0, m["svc_worker_attempts_started_total"])
 	require.Equal(t, 1.0, m["svc_worker_attempts_ended_total{charged=false,end=handed_off}"])
 	require.Equal(t, 0.0, m["svc_worker_attempts_ended_total{charged=true,end=finished}"])
