@@ -198,7 +198,7 @@ func TestRunsStaleWorkerIsFenced(t *testing.T) {
 	require.Len(t, atts, 2)
 	require.Equal(t, expired, atts[0], "the stale worker did not end its attempt again")
 	require.Equal(t, "completed", atts[1].Status)
-	require.True(t, strings.HasSuffix(e.checkpointKey(r.ID), "/a0002-s000003.json"), "the checkpoint is the new attempt's: %s", e.checkpointKey(r.ID))
+	require.True(t, strings.HasSuffix(e.checkpointKey(r.ID), "/a0002-slot1.json"), "the checkpoint is the new attempt's: %s", e.checkpointKey(r.ID))
 	requireSearchShape(t, e.messages(r.ThreadID), "search twice", script)
 	require.Equal(t, 1, e.tavily.count("first"))
 	require.Equal(t, 1, e.tavily.count("second"), "the stale worker did not search")

@@ -38,14 +38,14 @@ type AttemptEndParams struct {
 	ToStep              *int32   `json:"to_step"`
 	Error               *string  `json:"error"`
 	ID                  string   `json:"id"`
-	UnrecordedKeys      []string `json:"unrecorded_keys"`
+	WrittenKeys         []string `json:"written_keys"`
 	CleanupID           string   `json:"cleanup_id"`
 	CleanupDelaySeconds float64  `json:"cleanup_delay_seconds"`
 }
 
 // AttemptEnd records how an attempt ended and, in the same statement,
-// queues the deletion of the checkpoint objects it may have written without
-// recording them (unrecorded_keys), all but the run's current checkpoint: a
+// queues the deletion of the checkpoint objects it wrote or may have
+// written (written_keys), all but the run's current checkpoint: a
 // checkpoint_cleanup delivery due after cleanup_delay_seconds, and the
 // senders woken. The run's row is locked by the caller.
 func (q *Queries) AttemptEnd(ctx context.Context, db DBTX, arg AttemptEndParams) error {
@@ -55,7 +55,7 @@ func (q *Queries) AttemptEnd(ctx context.Context, db DBTX, arg AttemptEndParams)
 		arg.ToStep,
 		arg.Error,
 		arg.ID,
-		arg.UnrecordedKeys,
+		arg.WrittenKeys,
 		arg.CleanupID,
 		arg.CleanupDelaySeconds,
 	)
@@ -948,29 +948,29 @@ WITH old AS (
     INSERT INTO outbox (id, kind, workspace_id, payload)
     SELECT $6, 'checkpoint_cleanup', $7::text, jsonb_build_object('keys', jsonb_build_array(old.key))
     FROM f, old
-    WHERE old.key IS NOT NULL AND old.key <> $2
+    WHERE old.key IS NOT NULL AND old.key <> $2 AND old.key <> ALL($8::text[])
     RETURNING kind
 ), bump AS (
-    UPDATE thread SET message_count = thread.message_count + cardinality($8::text[]),
-        last_seq = thread.last_seq + cardinality($9::text[]), updated_at = now()
+    UPDATE thread SET message_count = thread.message_count + cardinality($9::text[]),
+        last_seq = thread.last_seq + cardinality($10::text[]), updated_at = now()
     FROM f
-    WHERE thread.id = $10
+    WHERE thread.id = $11
     RETURNING thread.message_count, thread.last_seq
 ), m AS (
-    SELECT unnest($8::text[]) AS role, unnest($11::text[]) AS content,
-        unnest($12::jsonb[]) AS tool_calls, unnest($13::text[]) AS tool_call_id,
-        unnest($14::boolean[]) AS is_error, unnest($15::int[]) AS ord
+    SELECT unnest($9::text[]) AS role, unnest($12::text[]) AS content,
+        unnest($13::jsonb[]) AS tool_calls, unnest($14::text[]) AS tool_call_id,
+        unnest($15::boolean[]) AS is_error, unnest($16::int[]) AS ord
 ), msgs AS (
     INSERT INTO thread_message (thread_id, position, workspace_id, run_id, role, content, tool_calls, tool_call_id, is_error)
-    SELECT $10, bump.message_count - cardinality($8::text[]) + m.ord, $7, f.id,
+    SELECT $11, bump.message_count - cardinality($9::text[]) + m.ord, $7, f.id,
         m.role, m.content, m.tool_calls, nullif(m.tool_call_id, ''), m.is_error
     FROM f, bump, m
     RETURNING 1
 ), e AS (
-    SELECT unnest($9::text[]) AS type, unnest($16::jsonb[]) AS data, unnest($17::int[]) AS ord
+    SELECT unnest($10::text[]) AS type, unnest($17::jsonb[]) AS data, unnest($18::int[]) AS ord
 ), evs AS (
     INSERT INTO thread_event (thread_id, seq, workspace_id, run_id, type, data)
-    SELECT $10, bump.last_seq - cardinality($9::text[]) + e.ord, $7, f.id, e.type, e.data
+    SELECT $11, bump.last_seq - cardinality($10::text[]) + e.ord, $7, f.id, e.type, e.data
     FROM f, bump, e
     RETURNING 1
 )
@@ -988,6 +988,7 @@ type RunCommitStepParams struct {
 	AttemptID     *string           `json:"attempt_id"`
 	CleanupID     string            `json:"cleanup_id"`
 	WorkspaceID   string            `json:"workspace_id"`
+	AttemptKeys   []string          `json:"attempt_keys"`
 	Roles         []string          `json:"roles"`
 	Types         []string          `json:"types"`
 	ThreadID      string            `json:"thread_id"`
@@ -1010,10 +1011,12 @@ type RunCommitStepRow struct {
 
 // RunCommitStep records a step of the attempt holding the run's lease, in
 // one statement (one round trip): the run's checkpoint key, step and usage;
-// the checkpoint it replaced queued for deletion (a checkpoint_cleanup
-// delivery, sent by the outbox's next scan: waking the senders would
-// serialize every step's commit on the notification queue's lock); the
-// step's messages and events after the thread's last ones. No row when attempt_id no longer holds an
+// the checkpoint it replaced queued for deletion when it is another
+// attempt's (a checkpoint_cleanup delivery, sent by the outbox's next scan:
+// waking the senders would serialize every step's commit on the
+// notification queue's lock), as the attempt's own names (attempt_keys) are
+// written over by its later steps and deleted by its end; the step's
+// messages and events after the thread's last ones. No row when attempt_id no longer holds an
 // unexpired lease, and then nothing is written. The run's row is updated
 // (and so locked) before the thread's, as every fenced write does.
 func (q *Queries) RunCommitStep(ctx context.Context, db DBTX, arg RunCommitStepParams) (RunCommitStepRow, error) {
@@ -1025,6 +1028,7 @@ func (q *Queries) RunCommitStep(ctx context.Context, db DBTX, arg RunCommitStepP
 		arg.AttemptID,
 		arg.CleanupID,
 		arg.WorkspaceID,
+		arg.AttemptKeys,
 		arg.Roles,
 		arg.Types,
 		arg.ThreadID,

@@ -6,15 +6,18 @@
 //
 //	ws/<workspace_id>/runs/<run_id>/checkpoints/<name>
 //
-// (Key builds it; <name> is one key segment of the runs issue's choosing).
-// When a run records a checkpoint that replaces older ones, the same write
-// queues their deletion: EnqueueCleanup in a transaction, or, for the runs
-// engine's one-statement step commit (RunCommitStep in sql/queries/run.sql),
-// a delivery of the same payload written by that statement. The outbox then
-// deletes the replaced objects at least once (Cleaner, kind
-// checkpoint_cleanup). A checkpoint an attempt wrote but no commit recorded
-// is named the same way by the statement that ends the attempt
-// (AttemptStrays; docs/decisions/0037-delegation-bounds-run-deadline-and-stray-checkpoints.md).
+// (Key builds it; AttemptName makes <name>). An attempt writes its steps'
+// checkpoints under two names, each step over the one of two steps before,
+// so recording a step replaces nothing that needs deleting. What an attempt
+// leaves besides the run's current checkpoint (its other name, and a
+// checkpoint no commit recorded) is queued for deletion by the statement
+// that ends the attempt (AttemptEnd in sql/queries/run.sql), as is the
+// previous attempt's checkpoint by the step commit that replaces it
+// (RunCommitStep); EnqueueCleanup queues the same delivery in a
+// transaction. The outbox then deletes the objects at least once (Cleaner,
+// kind checkpoint_cleanup;
+// docs/decisions/0037-delegation-bounds-run-deadline-and-stray-checkpoints.md,
+// docs/decisions/0062-two-checkpoint-names-per-attempt.md).
 // The cleaner deletes nothing but checkpoint keys of the
 // delivery's own workspace, so a corrupt outbox row cannot delete an asset, a
 // skill package or another workspace's objects
@@ -65,23 +68,52 @@ func CheckKey(workspaceID, key string) error {
 }
 
 // AttemptName is the name of the checkpoint attempt number attempt of a run
-// writes after its step-th step (Key's name): an attempt never writes over
-// another's object, and its end can name what it may have left.
+// writes after its step-th step (Key's name). An attempt has two names, one
+// for its even steps and one for its odd ones, and writes each step's
+// checkpoint over the one of two steps before:
+//
+//   - an attempt never writes over another attempt's object, so one that
+//     lost its lease cannot touch what its successor reads or records;
+//   - it writes a step's object only once the step before is recorded, so
+//     the object it writes over is never the run's current checkpoint, and
+//     the one it replaces needs no deletion of its own: a step queues none
+//     (RunCommitStep), and the attempt's end queues one for the other name
+//     (AttemptKeys);
+//   - its end can name everything it may have left (AttemptStrays).
+//
+// docs/decisions/0062-two-checkpoint-names-per-attempt.md has the reasoning.
 func AttemptName(attempt, step int32) string {
-	return fmt.Sprintf("a%04d-s%06d.json", attempt, step)
+	return fmt.Sprintf("a%04d-slot%d.json", attempt, step&1)
+}
+
+// AttemptKeys are the keys of both checkpoints attempt number attempt of run
+// runID writes (AttemptName), the even step's first.
+func AttemptKeys(workspaceID, runID string, attempt int32) ([]string, error) {
+	out := make([]string, 0, 2)
+	for step := range int32(2) {
+		k, err := Key(workspaceID, runID, AttemptName(attempt, step))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // AttemptStrays are the keys of the checkpoints attempt number attempt of run
-// runID may have written without recording them, when the run had recorded
-// step steps as it ended: a step that records the answers a waiting run got
-// writes the checkpoint of the step it resumes (step), any other the next
-// one (step + 1); an attempt writes no further object until that one is
-// recorded. One of them may be the run's current checkpoint, which the
-// cleanup spares.
+// runID may have left, when the run had recorded step steps as it ended:
+// both of its names (AttemptKeys), and the per-step names (a0002-s000005.json)
+// of steps step and step + 1 that a worker of an older version writes,
+// should one have run the attempt during a rolling upgrade. One of them may
+// be the run's current checkpoint, which the cleanup spares; a name never
+// written costs the cleanup one deletion of a missing object.
 func AttemptStrays(workspaceID, runID string, attempt, step int32) ([]string, error) {
-	out := make([]string, 0, 2)
+	out, err := AttemptKeys(workspaceID, runID, attempt)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range []int32{step, step + 1} {
-		k, err := Key(workspaceID, runID, AttemptName(attempt, s))
+		k, err := Key(workspaceID, runID, fmt.Sprintf("a%04d-s%06d.json", attempt, s))
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,10 +31,10 @@ type Lease struct {
 	Number      int32
 	WorkspaceID string
 	ThreadID    string
-	// Unrecorded are checkpoint keys the attempt wrote, or may have, that
-	// no commit is known to have recorded: the write that ends the attempt
-	// queues their deletion, all but the run's current checkpoint.
-	Unrecorded []string
+	// Written are the checkpoint keys the attempt wrote, or may have: the
+	// write that ends the attempt queues their deletion, all but the run's
+	// current checkpoint.
+	Written []string
 }
 
 // Claimed is a run a worker claimed, with its new attempt's lease.
@@ -191,11 +192,17 @@ type Step struct {
 
 // Commit records a step under the fence, in one round trip: the run's
 // checkpoint key, step count and usage, the step's messages and events; the
-// checkpoint it replaced is queued for deletion (checkpoint_cleanup).
+// checkpoint it replaced is queued for deletion (checkpoint_cleanup) when
+// another attempt wrote it (the attempt's own are written over by its later
+// steps and deleted by its end: checkpoint.AttemptName).
 // Refused with ErrLeaseLost, nothing is written and nothing names the
 // checkpoint object the caller put: the caller may delete it.
 func (s *Service) Commit(ctx context.Context, l Lease, st Step) error {
 	if err := checkpoint.CheckKey(l.WorkspaceID, st.CheckpointKey); err != nil {
+		return err
+	}
+	own, err := checkpoint.AttemptKeys(l.WorkspaceID, l.RunID, l.Number)
+	if err != nil {
 		return err
 	}
 	usage, err := json.Marshal(st.Usage)
@@ -212,7 +219,7 @@ func (s *Service) Commit(ctx context.Context, l Lease, st Step) error {
 	}
 	row, err := s.q.RunCommitStep(ctx, s.pool, db.RunCommitStepParams{
 		RunID: l.RunID, AttemptID: &l.AttemptID, WorkspaceID: l.WorkspaceID, ThreadID: l.ThreadID,
-		CheckpointKey: &st.CheckpointKey, Step: st.Number, Usage: usage, CleanupID: id.New(id.Delivery),
+		CheckpointKey: &st.CheckpointKey, AttemptKeys: own, Step: st.Number, Usage: usage, CleanupID: id.New(id.Delivery),
 		Roles: msgs.roles, Contents: msgs.contents, ToolCalls: msgs.toolCalls, ToolCallIds: msgs.toolCallIDs,
 		IsErrors: msgs.isErrors, MessageOrds: msgs.ords,
 		Types: evs.types, Data: evs.data, EventOrds: evs.ords,
@@ -309,21 +316,21 @@ func (s *Service) Retry(ctx context.Context, l Lease, toStep int32, reason strin
 
 // endAttempt records how attempt l ended (p) in tx, which holds its run
 // locked, and in the same statement queues the deletion of the checkpoints
-// the attempt left unrecorded (l.Unrecorded), all but the run's current one.
+// the attempt wrote (l.Written), all but the run's current one.
 func (s *Service) endAttempt(ctx context.Context, tx pgx.Tx, l Lease, p db.AttemptEndParams) error {
-	return s.endAttemptKeys(ctx, tx, l.WorkspaceID, p, l.Unrecorded, 0)
+	return s.endAttemptKeys(ctx, tx, l.WorkspaceID, p, l.Written, 0)
 }
 
 // endAttemptKeys records how an attempt ended (p) in tx, which holds its
 // run locked, and queues the deletion of checkpoints keys of the run, all
 // but its current one, after delay. Keys that are not checkpoints of the
 // workspace are dropped: the cleaner would refuse them, and they are none
-// of the attempt's.
+// of the attempt's; so are repeated ones.
 func (s *Service) endAttemptKeys(ctx context.Context, tx pgx.Tx, workspaceID string, p db.AttemptEndParams, keys []string, delay time.Duration) error {
-	p.UnrecordedKeys = make([]string, 0, len(keys))
+	p.WrittenKeys = make([]string, 0, len(keys))
 	for _, k := range keys {
-		if checkpoint.CheckKey(workspaceID, k) == nil {
-			p.UnrecordedKeys = append(p.UnrecordedKeys, k)
+		if checkpoint.CheckKey(workspaceID, k) == nil && !slices.Contains(p.WrittenKeys, k) {
+			p.WrittenKeys = append(p.WrittenKeys, k)
 		}
 	}
 	p.CleanupID, p.CleanupDelaySeconds = id.New(id.Delivery), delay.Seconds()

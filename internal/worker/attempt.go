@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -29,11 +30,12 @@ type attempt struct {
 	stop atomic.Bool
 	// step is the count of steps recorded, for the attempt's end.
 	step atomic.Int32
-	// unrecorded are the checkpoint keys the attempt wrote (or may have)
-	// that no commit is known to have recorded and that it could not
-	// delete, for its end to queue their deletion. The loop's goroutine
-	// appends; settle reads once Execute returned.
-	unrecorded []string
+	// written are the checkpoint keys the attempt wrote (or may have) and
+	// did not delete itself, for its end to queue their deletion, all but
+	// the run's current checkpoint: its two names (checkpoint.AttemptName)
+	// once used, and any other object no commit is known to have recorded.
+	// The loop's goroutine adds; settle reads once Execute returned.
+	written []string
 	// span is the attempt's span; nil without tracing.
 	span trace.Span
 }
@@ -45,6 +47,14 @@ func newAttempt(w *Worker, c run.Claimed) *attempt {
 		"attempt", c.Lease.Number, "workspace_id", c.Lease.WorkspaceID, "thread_id", c.Lease.ThreadID)}
 	a.step.Store(c.Run.Step)
 	return a
+}
+
+// wrote notes a checkpoint key the attempt wrote or may have written, for
+// its end to delete unless it is the run's current checkpoint.
+func (a *attempt) wrote(key string) {
+	if !slices.Contains(a.written, key) {
+		a.written = append(a.written, key)
+	}
 }
 
 // requestStop asks the attempt to stop after its current step.
@@ -116,7 +126,7 @@ func (a *attempt) settle(out agentloop.Outcome, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), settleTimeout)
 	defer cancel()
 	l, step := a.c.Lease, a.step.Load()
-	l.Unrecorded = a.unrecorded
+	l.Written = a.written
 	cause := context.Cause(a.ctx)
 	log := a.log
 	var end string

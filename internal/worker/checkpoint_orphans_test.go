@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,11 +32,13 @@ import (
 )
 
 // faultStore is a worker's view of the object store that misbehaves once:
-// the first checkpoint it is asked to write runs hook (before or after the
-// write, by the case), and deletes fail when failDeletes is set.
+// the nth checkpoint it is asked to write (the first when nth is 0) runs
+// hook (before or after the write, by the case), and deletes fail when
+// failDeletes is set.
 type faultStore struct {
 	objectstore.Store
-	once        sync.Once
+	nth         int32
+	writes      atomic.Int32
 	before      func(ctx context.Context, key string)
 	after       func(ctx context.Context, key string)
 	failDeletes bool
@@ -45,7 +47,7 @@ type faultStore struct {
 func (s *faultStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts objectstore.PutOptions) (objectstore.Info, error) {
 	first := false
 	if strings.Contains(key, "/checkpoints/") {
-		s.once.Do(func() { first = true })
+		first = s.writes.Add(1) == max(s.nth, 1)
 	}
 	if first && s.before != nil {
 		s.before(ctx, key)
@@ -191,6 +193,15 @@ func (e *orphanEnv) settledObjects(t *testing.T, runID string) (run.Run, []strin
 	return r, objs
 }
 
+// cleanups counts the checkpoint_cleanup deliveries of workspace
+// workspaceID.
+func (e *orphanEnv) cleanups(t *testing.T, workspaceID string) int {
+	var n int
+	require.NoError(t, e.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM outbox WHERE kind = 'checkpoint_cleanup' AND workspace_id = $1`, workspaceID).Scan(&n))
+	return n
+}
+
 // TestNoOrphanedCheckpoints: whatever makes a step's commit fail, once the
 // run ended and the outbox delivered, the object store holds the run's
 // latest checkpoint and nothing else of it (none if it kept none), on the
@@ -224,7 +235,7 @@ func TestNoOrphanedCheckpoints(t *testing.T) {
 				got, objs := e.settledObjects(t, r.ID)
 				require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
 				require.Len(t, objs, 1)
-				require.Contains(t, objs[0], "/a0002-s000002.json", "the second attempt's last checkpoint")
+				require.Contains(t, objs[0], "/a0002-slot0.json", "the second attempt's last checkpoint")
 			})
 
 			// Every commit fails with a database error: each of the run's
@@ -275,7 +286,60 @@ func TestNoOrphanedCheckpoints(t *testing.T) {
 				got, objs := e.settledObjects(t, r.ID)
 				require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
 				require.Len(t, objs, 1)
-				require.Contains(t, objs[0], "/a0002-s000002.json")
+				require.Contains(t, objs[0], "/a0002-slot0.json")
+			})
+
+			// A run of five steps in one attempt writes its checkpoints
+			// under two names, each over the one of two steps before: its
+			// steps queue no deletion, its end queues one (the other
+			// name's), and the store keeps the last step's.
+			t.Run("five steps", func(t *testing.T) {
+				t.Parallel()
+				store, list := open(t)
+				e := newOrphanEnv(t, store, list, stepScript(5))
+				e.startWorker(t, "w1", store)
+				r, err := e.runs.Start(t.Context(), e.caller, run.StartInput{AgentID: e.agentID, Input: "Look five words up."})
+				require.NoError(t, err)
+				got, objs := e.settledObjects(t, r.ID)
+				require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
+				require.Equal(t, int32(5), got.Step)
+				require.Len(t, objs, 1)
+				require.Contains(t, objs[0], "/a0001-slot1.json", "the fifth step's checkpoint")
+				require.Equal(t, 1, e.cleanups(t, r.WorkspaceID), "one deletion for the run, queued by its attempt's end")
+			})
+
+			// The worker dies after writing its fourth checkpoint, when it
+			// has written both of its names and recorded three steps: the
+			// sweep's cleanup takes what the first attempt left but the
+			// run's checkpoint, the second attempt's first step replaces
+			// that, and its end deletes its other name.
+			t.Run("worker killed after both names were written", func(t *testing.T) {
+				t.Parallel()
+				store, list := open(t)
+				e := newOrphanEnv(t, store, list, stepScript(5))
+				written, dead := make(chan struct{}), make(chan struct{})
+				fs := &faultStore{Store: store, nth: 4, after: func(context.Context, string) {
+					close(written)
+					<-dead
+				}}
+				e.startWorker(t, "doomed", fs)
+				t.Cleanup(func() { close(dead) })
+				r, err := e.runs.Start(t.Context(), e.caller, run.StartInput{AgentID: e.agentID, Input: "Look five words up."})
+				require.NoError(t, err)
+				select {
+				case <-written:
+				case <-time.After(20 * time.Second):
+					t.Fatal("the doomed worker did not write its fourth checkpoint")
+				}
+				var step int32
+				require.NoError(t, e.pool.QueryRow(t.Context(), `SELECT step FROM run WHERE id = $1`, r.ID).Scan(&step))
+				require.Equal(t, int32(3), step, "the fourth step is written, not recorded")
+				e.expireLease(t, r.ID)
+				e.startWorker(t, "w2", store)
+				got, objs := e.settledObjects(t, r.ID)
+				require.Equal(t, run.StatusSucceeded, got.Status, "%+v", got.Error)
+				require.Len(t, objs, 1)
+				require.Contains(t, objs[0], "/a0002-slot1.json", "the second attempt's fifth step")
 			})
 
 			// The run is cancelled between the write of a checkpoint and

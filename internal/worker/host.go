@@ -239,10 +239,13 @@ func (h *host) Step(ctx context.Context, rec agentloop.StepRecord) error {
 			// The failure may hide a commit that took place: the
 			// attempt's end deletes the object unless it is the run's
 			// checkpoint.
-			h.a.unrecorded = append(h.a.unrecorded, key)
+			h.a.wrote(key)
 		}
 		return err
 	}
+	// The next step but one writes over the object; the attempt's end
+	// deletes it unless it is the run's checkpoint then.
+	h.a.wrote(key)
 	h.a.step.Store(step)
 	h.a.log.Debug("step recorded", "step", step, "tool_calls", len(rec.Assistant.ToolCalls), "results", len(rec.Results))
 	return nil
@@ -262,7 +265,7 @@ func (h *host) discardCheckpoint(key string) {
 	defer cancel()
 	if err := h.e.d.Objects.Delete(ctx, key); err != nil {
 		h.a.log.Warn("could not delete a checkpoint no step recorded; the attempt's end will", "key", key, "error", err.Error())
-		h.a.unrecorded = append(h.a.unrecorded, key)
+		h.a.wrote(key)
 	}
 }
 

@@ -285,10 +285,12 @@ FROM bump;
 
 -- RunCommitStep records a step of the attempt holding the run's lease, in
 -- one statement (one round trip): the run's checkpoint key, step and usage;
--- the checkpoint it replaced queued for deletion (a checkpoint_cleanup
--- delivery, sent by the outbox's next scan: waking the senders would
--- serialize every step's commit on the notification queue's lock); the
--- step's messages and events after the thread's last ones. No row when attempt_id no longer holds an
+-- the checkpoint it replaced queued for deletion when it is another
+-- attempt's (a checkpoint_cleanup delivery, sent by the outbox's next scan:
+-- waking the senders would serialize every step's commit on the
+-- notification queue's lock), as the attempt's own names (attempt_keys) are
+-- written over by its later steps and deleted by its end; the step's
+-- messages and events after the thread's last ones. No row when attempt_id no longer holds an
 -- unexpired lease, and then nothing is written. The run's row is updated
 -- (and so locked) before the thread's, as every fenced write does.
 -- name: RunCommitStep :one
@@ -302,7 +304,7 @@ WITH old AS (
     INSERT INTO outbox (id, kind, workspace_id, payload)
     SELECT @cleanup_id, 'checkpoint_cleanup', @workspace_id::text, jsonb_build_object('keys', jsonb_build_array(old.key))
     FROM f, old
-    WHERE old.key IS NOT NULL AND old.key <> @checkpoint_key
+    WHERE old.key IS NOT NULL AND old.key <> @checkpoint_key AND old.key <> ALL(@attempt_keys::text[])
     RETURNING kind
 ), bump AS (
     UPDATE thread SET message_count = thread.message_count + cardinality(@roles::text[]),
@@ -357,8 +359,8 @@ WHERE id = @id
 RETURNING *;
 
 -- AttemptEnd records how an attempt ended and, in the same statement,
--- queues the deletion of the checkpoint objects it may have written without
--- recording them (unrecorded_keys), all but the run's current checkpoint: a
+-- queues the deletion of the checkpoint objects it wrote or may have
+-- written (written_keys), all but the run's current checkpoint: a
 -- checkpoint_cleanup delivery due after cleanup_delay_seconds, and the
 -- senders woken. The run's row is locked by the caller.
 -- name: AttemptEnd :exec
@@ -369,7 +371,7 @@ WITH ended AS (
     RETURNING run_attempt.run_id, run_attempt.workspace_id
 ), stray AS (
     SELECT ended.workspace_id, jsonb_agg(k.key ORDER BY k.key) AS keys
-    FROM ended JOIN run ON run.id = ended.run_id, unnest(@unrecorded_keys::text[]) AS k(key)
+    FROM ended JOIN run ON run.id = ended.run_id, unnest(@written_keys::text[]) AS k(key)
     WHERE k.key IS DISTINCT FROM run.checkpoint_key
     GROUP BY ended.workspace_id
 ), cleanup AS (
