@@ -446,6 +446,11 @@ func BenchmarkThousandRuns(b *testing.B) {
 				env.sql.logStatements(b, "store "+kind, 25)
 				stop()
 				requireSucceeded(b, env.pool, runs, steps)
+				cl := drainCleanups(b, env.pool, env.store)
+				b.ReportMetric(float64(cl.deliveries)/runs, "cleanups/run")
+				b.ReportMetric(cl.took.Seconds(), "cleanup-s")
+				b.Logf("store %s: %d checkpoint_cleanup deliveries (%.1f per run), delivered in %s; this process used %.2f s and PostgreSQL's backends %.2f s of CPU meanwhile",
+					kind, cl.deliveries, float64(cl.deliveries)/runs, cl.took.Round(time.Millisecond), cl.cpu.Seconds(), cl.backend.Seconds())
 				claims := env.sql.claimTimes()
 				occupancy := float64(busy.Load()) / float64(max(samples.Load(), 1))
 				b.ReportMetric(occupancy, "busy-slots")
