@@ -286,18 +286,23 @@ func (e *runsEnv) checkpointKey(runID string) string {
 }
 
 // modelAsked answers how many model requests carried a conversation with
-// assistants assistant messages: how often the script's turn assistants was
-// asked for.
-func (e *runsEnv) modelAsked(assistants int) int {
-	n := 0
+// n assistant messages: how often the script's turn n was asked for.
+func (e *runsEnv) modelAsked(n int) int {
+	asked := 0
 	for _, req := range e.model.Requests() {
-		a := 0
-		for _, m := range req.Messages {
-			if m["role"] == "assistant" {
-				a++
-			}
+		if assistants(req) == n {
+			asked++
 		}
-		if a == assistants {
+	}
+	return asked
+}
+
+// assistants counts the assistant messages of req's conversation: the
+// script's turn it asks for.
+func assistants(req llmtest.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		if m["role"] == "assistant" {
 			n++
 		}
 	}

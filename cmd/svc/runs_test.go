@@ -145,10 +145,12 @@ func TestRunsAttemptsExhaustedFailsRun(t *testing.T) {
 }
 
 // TestRunsStaleWorkerIsFenced: a worker frozen with
-// SIGSTOP past its lease loses the run to another worker; resumed with
-// SIGCONT while the new attempt streams, its writes are refused: it records
-// no event, message or checkpoint, does not end its (already expired)
-// attempt again, and stops; the run finishes as the new attempt makes it.
+// SIGSTOP past its lease, while the model streams a step, loses the run to
+// another worker; resumed with SIGCONT while the new attempt streams, once
+// the model's whole answer (with the step's search) has reached it, it runs
+// none of the step's tools and its writes are refused: it records no event,
+// message or checkpoint, does not end its (already expired) attempt again,
+// and stops; the run finishes as the new attempt makes it.
 func TestRunsStaleWorkerIsFenced(t *testing.T) {
 	t.Parallel()
 	slow := "The second search, slowly."
@@ -162,10 +164,18 @@ func TestRunsStaleWorkerIsFenced(t *testing.T) {
 	stale := e.start("worker", nil)
 	r := e.startRun("search twice")
 
-	e.waitFor("the first worker to stream step two", 20*time.Second, func() bool {
-		return e.getRun(r.ID).Step >= 1 && e.modelAsked(1) >= 1
+	e.waitFor("the first worker to record some of step two's text", 20*time.Second, func() bool {
+		stepOne := false
+		for _, ev := range e.events(r.ThreadID) {
+			switch {
+			case ev.Type == run.EventToolResult:
+				stepOne = true
+			case stepOne && ev.Type == run.EventMessageDelta:
+				return true
+			}
+		}
+		return false
 	})
-	time.Sleep(500 * time.Millisecond) // some of step two's text is streamed
 	e.freezeOutsideTransaction(stale, r.ID)
 	frozen := true
 	t.Cleanup(func() {
@@ -174,7 +184,7 @@ func TestRunsStaleWorkerIsFenced(t *testing.T) {
 		}
 	})
 	fresh := e.start("worker", nil)
-	e.waitFor("the other worker to stream step two", 20*time.Second, func() bool { return e.modelAsked(1) >= 2 })
+	e.waitFor("the other worker to stream step two", 30*time.Second, func() bool { return e.modelAsked(1) >= 2 })
 
 	atts := e.attempts(r.ID)
 	require.Len(t, atts, 2)
@@ -184,9 +194,18 @@ func TestRunsStaleWorkerIsFenced(t *testing.T) {
 	require.Equal(t, "running", atts[1].Status)
 	require.True(t, ranOn(atts[1], fresh))
 
+	// The first request for step two is the stale worker's.
+	e.waitFor("the model to send the stale worker its whole answer", 20*time.Second, func() bool {
+		for _, req := range e.model.Requests() {
+			if assistants(req) == 1 {
+				return req.Ended
+			}
+		}
+		return false
+	})
 	stale.signal(syscall.SIGCONT)
 	frozen = false
-	e.waitFor("the stale worker to give up its attempt", 15*time.Second, func() bool {
+	e.waitFor("the stale worker to give up its attempt", 20*time.Second, func() bool {
 		return countRecords(stale.stderr.String(), "attempt lost its lease; it stops without touching the run") == 1
 	})
 

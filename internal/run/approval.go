@@ -179,7 +179,11 @@ func (l *lifecycle) announceWaiting(ctx context.Context, tx pgx.Tx, r db.Run, ev
 // no attempt holds: waiting while a call of theirs or of a run below them
 // waits for a person, running otherwise; each change is a run.status event
 // (and, to waiting, a run.waiting webhook). tx holds r locked; the
-// ancestors are locked from the deepest up.
+// ancestors are locked from the deepest up, those an attempt holds too,
+// before their status is read in a statement of its own. So an ancestor's
+// Suspend under way, which decides its run's status from the calls below it
+// while holding its row, is waited for and its outcome seen; and a Suspend
+// that comes later sees what tx wrote.
 func (l *lifecycle) refreshAncestors(ctx context.Context, tx pgx.Tx, r db.Run, ev *pending) error {
 	if r.ParentRunID == nil {
 		return nil
@@ -187,6 +191,9 @@ func (l *lifecycle) refreshAncestors(ctx context.Context, tx pgx.Tx, r db.Run, e
 	root := r.ID
 	if r.RootRunID != nil {
 		root = *r.RootRunID
+	}
+	if err := l.q.RunAncestorsLock(ctx, tx, r.ID); err != nil {
+		return fmt.Errorf("lock the ancestors of %s: %w", r.ID, err)
 	}
 	rows, err := l.q.RunAncestorsWaiting(ctx, tx, db.RunAncestorsWaitingParams{ID: r.ID, RootID: root})
 	if err != nil {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -38,14 +39,21 @@ type attempt struct {
 	written []string
 	// span is the attempt's span; nil without tracing.
 	span trace.Span
+	// heldFrom is when the last claim or renewal of the lease that
+	// succeeded was sent: the lease lasts at least a lease from then, by
+	// the worker's monotonic clock, which runs on while the process is
+	// stopped.
+	heldFrom atomic.Pointer[time.Time]
 }
 
-func newAttempt(w *Worker, c run.Claimed) *attempt {
+// newAttempt is the attempt of claim c, which was sent at sent.
+func newAttempt(w *Worker, c run.Claimed, sent time.Time) *attempt {
 	ctx, span := traceAttempt(context.Background(), w.opts.Tracer, c)
 	ctx, cancel := context.WithCancelCause(ctx)
 	a := &attempt{w: w, c: c, ctx: ctx, cancelFn: cancel, span: span, log: w.log.With("run_id", c.Lease.RunID, "attempt_id", c.Lease.AttemptID,
 		"attempt", c.Lease.Number, "workspace_id", c.Lease.WorkspaceID, "thread_id", c.Lease.ThreadID)}
 	a.step.Store(c.Run.Step)
+	a.heldFrom.Store(&sent)
 	return a
 }
 
@@ -87,7 +95,6 @@ func (a *attempt) renew(stop <-chan struct{}) {
 	lease := a.w.opts.Lease
 	t := time.NewTicker(lease / 3)
 	defer t.Stop()
-	last := time.Now()
 	for {
 		select {
 		case <-stop:
@@ -97,6 +104,7 @@ func (a *attempt) renew(stop <-chan struct{}) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, lease/3)
+		sent := time.Now()
 		r, err := a.w.runs.Renew(ctx, a.c.Lease, lease)
 		cancel()
 		switch {
@@ -108,7 +116,7 @@ func (a *attempt) renew(stop <-chan struct{}) {
 				return
 			}
 			a.log.Warn("lease renewal failed", "error", err.Error())
-			if time.Since(last) > lease-lease/6 {
+			if time.Since(*a.heldFrom.Load()) > lease-lease/6 {
 				a.cancel(errLeaseLost)
 				return
 			}
@@ -116,9 +124,38 @@ func (a *attempt) renew(stop <-chan struct{}) {
 			a.cancel(errCancelRequested)
 			return
 		default:
-			last = time.Now()
+			a.heldFrom.Store(&sent)
 		}
 	}
+}
+
+// confirmLease answers whether the attempt may still act for its run,
+// before a step's tools run: they reach outside svc, where no fence
+// refuses a stale worker. While the last claim or renewal that succeeded
+// was sent at most half a lease ago it may, at no cost. Later (the process
+// was stopped, say, while the model's answer arrived, or renewals fail)
+// the lease is renewed first: a lease lost, or a cancel, cuts the attempt
+// short and no tool runs; a renewal that fails otherwise is the step's
+// error.
+func (a *attempt) confirmLease(ctx context.Context) error {
+	lease := a.w.opts.Lease
+	if time.Since(*a.heldFrom.Load()) <= lease/2 {
+		return nil
+	}
+	sent := time.Now()
+	r, err := a.w.runs.Renew(ctx, a.c.Lease, lease)
+	switch {
+	case errors.Is(err, run.ErrLeaseLost):
+		a.cancel(errLeaseLost)
+		return err
+	case err != nil:
+		return fmt.Errorf("renew the lease before the step's tools: %w", err)
+	case r.CancelRequested:
+		a.cancel(errCancelRequested)
+		return errCancelRequested
+	}
+	a.heldFrom.Store(&sent)
+	return nil
 }
 
 // settle ends the attempt as its execution ended.

@@ -115,8 +115,13 @@ func (h *host) check(err error) error {
 // after they were asked for (docs/decisions/0047-gathered-claims.md). A
 // write that fails, for a lost lease or any other reason, cancels the
 // attempt, and with it the tools: none runs on past a step that cannot be
-// recorded.
+// recorded. Before any of that, the attempt confirms its lease when it has
+// not renewed it lately (attempt.confirmLease): a worker stopped past its
+// lease while the model answered runs none of the step's tools.
 func (h *host) ToolCalls(ctx context.Context, calls []llm.ToolCall) error {
+	if err := h.a.confirmLease(ctx); err != nil {
+		return err
+	}
 	h.flushMu.Lock()
 	evs := h.takePending()
 	for _, c := range calls {

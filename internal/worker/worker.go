@@ -156,6 +156,7 @@ func (w *Worker) claim(ctx context.Context) bool {
 		if free <= 0 {
 			return true
 		}
+		sent := time.Now()
 		claims, err := w.runs.Claim(ctx, w.opts.ID, free, w.opts.Lease)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -164,7 +165,7 @@ func (w *Worker) claim(ctx context.Context) bool {
 			return false
 		}
 		for _, c := range claims {
-			w.start(c)
+			w.start(c, sent)
 		}
 		if len(claims) < free {
 			return false
@@ -196,11 +197,11 @@ func (w *Worker) gather(ctx context.Context) {
 	}
 }
 
-// start runs one claimed attempt in its own goroutine. Its context is not
-// the claim loop's: stopping the worker drains attempts rather than cutting
-// them off.
-func (w *Worker) start(c run.Claimed) {
-	a := newAttempt(w, c)
+// start runs one claimed attempt in its own goroutine; the claim was sent
+// at sent. Its context is not the claim loop's: stopping the worker drains
+// attempts rather than cutting them off.
+func (w *Worker) start(c run.Claimed, sent time.Time) {
+	a := newAttempt(w, c, sent)
 	w.mu.Lock()
 	w.active[c.Lease.RunID] = a
 	w.wg.Add(1)

@@ -75,6 +75,25 @@ SET status = @status::text,
 WHERE id = @id AND finished_at IS NULL AND lease_expires_at IS NULL AND status IN ('running', 'waiting') AND status <> @status::text
 RETURNING *;
 
+-- RunAncestorsLock locks the unfinished ancestors of run id, the deepest
+-- first, whether an attempt holds them or not. A transaction that changes
+-- what they should show (a call below them asks for a person, or is decided
+-- on) takes these locks before it reads their status (RunAncestorsWaiting,
+-- in a later statement), and an attempt's Suspend reads the calls below its
+-- run while it holds the run's row: whichever locks first, the other sees
+-- its work.
+-- name: RunAncestorsLock :exec
+WITH RECURSIVE up AS (
+    SELECT r.parent_run_id AS id FROM run r WHERE r.id = @id AND r.parent_run_id IS NOT NULL
+    UNION ALL
+    SELECT p.parent_run_id FROM run p JOIN up ON p.id = up.id WHERE p.parent_run_id IS NOT NULL
+)
+SELECT r.id FROM run r
+JOIN up ON up.id = r.id
+WHERE r.finished_at IS NULL
+ORDER BY r.depth DESC
+FOR UPDATE OF r;
+
 -- RunAncestorsWaiting answers the unfinished, unleased ancestors of run id
 -- with the status they should show: waiting when a call of theirs or of a
 -- run below them waits for a person, else running. Only those whose

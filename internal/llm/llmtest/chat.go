@@ -163,8 +163,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	status, msg := s.wire.check(r, body, req)
 	req.Refused = status == 0 && s.window > 0 && req.Tokens > s.window
 	s.mu.Lock()
+	i := len(s.requests)
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.requests[i].Ended = true
+		s.mu.Unlock()
+	}()
 	if status != 0 {
 		writeJSON(w, status, s.wire.errorBody(status, msg))
 		return

@@ -22,6 +22,10 @@ type Request struct {
 	// Refused is set when the server refused the request as longer than
 	// its window.
 	Refused bool `json:"-"`
+	// Ended is set once the server is done answering: it wrote the whole
+	// answer to the connection (whether or not the client read it yet), or
+	// stopped because the client left.
+	Ended bool `json:"-"`
 }
 
 // Message is a message of a request's conversation read the same way for
