@@ -193,6 +193,27 @@ func (e *orphanEnv) settledObjects(t *testing.T, runID string) (run.Run, []strin
 	return r, objs
 }
 
+// startDoomed starts a run on a worker over store that never comes back
+// from writing its nth checkpoint, as a worker that dies between the write
+// and the commit, and answers the run once that write is done.
+func (e *orphanEnv) startDoomed(t *testing.T, store objectstore.Store, nth int32, input string) run.Run {
+	written, dead := make(chan struct{}), make(chan struct{})
+	fs := &faultStore{Store: store, nth: nth, after: func(context.Context, string) {
+		close(written)
+		<-dead
+	}}
+	e.startWorker(t, "doomed", fs)
+	t.Cleanup(func() { close(dead) })
+	r, err := e.runs.Start(t.Context(), e.caller, run.StartInput{AgentID: e.agentID, Input: input})
+	require.NoError(t, err)
+	select {
+	case <-written:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the doomed worker did not write checkpoint %d", nth)
+	}
+	return r
+}
+
 // cleanups counts the checkpoint_cleanup deliveries of workspace
 // workspaceID.
 func (e *orphanEnv) cleanups(t *testing.T, workspaceID string) int {
@@ -267,20 +288,7 @@ func TestNoOrphanedCheckpoints(t *testing.T) {
 				t.Parallel()
 				store, list := open(t)
 				e := newOrphanEnv(t, store, list, toolScript)
-				written, dead := make(chan struct{}), make(chan struct{})
-				fs := &faultStore{Store: store, after: func(context.Context, string) {
-					close(written)
-					<-dead
-				}}
-				e.startWorker(t, "doomed", fs)
-				t.Cleanup(func() { close(dead) })
-				r, err := e.runs.Start(t.Context(), e.caller, run.StartInput{AgentID: e.agentID, Input: "How long are banana and fig?"})
-				require.NoError(t, err)
-				select {
-				case <-written:
-				case <-time.After(20 * time.Second):
-					t.Fatal("the doomed worker wrote no checkpoint")
-				}
+				r := e.startDoomed(t, store, 1, "How long are banana and fig?")
 				e.expireLease(t, r.ID)
 				e.startWorker(t, "w2", store)
 				got, objs := e.settledObjects(t, r.ID)
@@ -317,20 +325,7 @@ func TestNoOrphanedCheckpoints(t *testing.T) {
 				t.Parallel()
 				store, list := open(t)
 				e := newOrphanEnv(t, store, list, stepScript(5))
-				written, dead := make(chan struct{}), make(chan struct{})
-				fs := &faultStore{Store: store, nth: 4, after: func(context.Context, string) {
-					close(written)
-					<-dead
-				}}
-				e.startWorker(t, "doomed", fs)
-				t.Cleanup(func() { close(dead) })
-				r, err := e.runs.Start(t.Context(), e.caller, run.StartInput{AgentID: e.agentID, Input: "Look five words up."})
-				require.NoError(t, err)
-				select {
-				case <-written:
-				case <-time.After(20 * time.Second):
-					t.Fatal("the doomed worker did not write its fourth checkpoint")
-				}
+				r := e.startDoomed(t, store, 4, "Look five words up.")
 				var step int32
 				require.NoError(t, e.pool.QueryRow(t.Context(), `SELECT step FROM run WHERE id = $1`, r.ID).Scan(&step))
 				require.Equal(t, int32(3), step, "the fourth step is written, not recorded")
