@@ -32,8 +32,11 @@ const (
 	commandTimeout = 30 * time.Second
 	// refuseTimeout bounds a process that must refuse to start.
 	refuseTimeout = 10 * time.Second
-	// processTimeout bounds a long-running process; tests stop theirs much sooner.
-	processTimeout = 45 * time.Second
+	// processTimeout bounds a long-running process; tests stop theirs much
+	// sooner. It exceeds the sum of the longest test's waits (about 90 s
+	// on a machine loaded enough to reach them all), so it never ends a
+	// process a test still needs.
+	processTimeout = 2 * time.Minute
 	// readyTimeout bounds the wait for a process's "svc ready" record.
 	readyTimeout = 20 * time.Second
 	// stopTimeout bounds a process's clean stop after SIGTERM or SIGINT. It
